@@ -1,0 +1,313 @@
+//! Batched, non-blocking receive on one OS socket: one `recvmmsg` call fills a queue of up to
+//! [`BATCH`] datagrams; where `recvmmsg` does not exist (non-Linux targets, or a kernel answering
+//! ENOSYS, detected at run time and remembered for the whole process) it steps down to one
+//! `recvfrom` per call.
+//!
+//! This module must never block, never queue a truncated, oversize or empty datagram, and never
+//! allocate after [`Batch::new`]: the datagram buffers are allocated once per socket and the
+//! system-call descriptors live on the stack.
+
+use std::io;
+use std::mem;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parsec_backend_abi::NET_Node;
+
+use crate::stats::Stats;
+use crate::{node, oserr, MAX_PAYLOAD};
+
+/// Datagrams read by one `recvmmsg` call.
+pub const BATCH: usize = 32;
+/// Bytes per receive buffer. Larger than [`MAX_PAYLOAD`], so an oversize datagram is visible by
+/// its length even where the kernel does not report MSG_TRUNC.
+pub const SLOT_SIZE: usize = 1536;
+/// System calls one refill may make while everything they read was dropped.
+const MAX_ROUNDS: usize = 4;
+/// Late ICMP errors one refill skips before giving up for now.
+const MAX_ICMP_SKIPS: usize = 8;
+
+/// Set once `recvmmsg` answered ENOSYS; from then on every socket uses `recvfrom`.
+static RECVMMSG_MISSING: AtomicBool = AtomicBool::new(false);
+
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    slot: usize,
+    len: usize,
+    from: NET_Node,
+}
+
+/// The receive queue and buffers of one OS socket.
+pub struct Batch {
+    buffers: Box<[u8]>,
+    entries: [Entry; BATCH],
+    head: usize,
+    len: usize,
+    use_recvmmsg: bool,
+}
+
+impl Batch {
+    /// Allocate the buffers. `use_recvmmsg == false` forces one `recvfrom` per system call.
+    pub fn new(use_recvmmsg: bool) -> Batch {
+        Batch {
+            buffers: vec![0u8; BATCH * SLOT_SIZE].into_boxed_slice(),
+            entries: [Entry::default(); BATCH],
+            head: 0,
+            len: 0,
+            use_recvmmsg,
+        }
+    }
+
+    /// No datagram is queued.
+    pub fn is_empty(&self) -> bool {
+        self.head >= self.len
+    }
+
+    /// The next queued datagram and its sender.
+    pub fn pop(&mut self) -> Option<(NET_Node, &[u8])> {
+        if self.is_empty() {
+            return None;
+        }
+        let entry = self.entries[self.head];
+        self.head += 1;
+        let start = entry.slot * SLOT_SIZE;
+        Some((entry.from, &self.buffers[start..start + entry.len]))
+    }
+
+    /// Read waiting datagrams from `fd` into the (empty) queue without blocking; returns how many
+    /// were queued (0: nothing deliverable is waiting). Dropped datagrams are counted in `stats`.
+    pub fn refill(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
+        self.head = 0;
+        self.len = 0;
+        let mut rounds = 0;
+        let mut icmp_skips = 0;
+        while rounds < MAX_ROUNDS && self.len == 0 {
+            match self.read_once(fd, stats) {
+                Ok(0) => break,
+                Ok(_) => rounds += 1,
+                Err(e) if oserr::is_interrupted(&e) => {}
+                Err(e) if oserr::is_would_block(&e) => break,
+                Err(e) if oserr::is_stale_icmp(&e) => {
+                    stats.icmp_errors_ignored += 1;
+                    icmp_skips += 1;
+                    if icmp_skips >= MAX_ICMP_SKIPS {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.len)
+    }
+
+    /// One system call; returns the number of datagrams read (queued or dropped).
+    fn read_once(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if self.use_recvmmsg && !RECVMMSG_MISSING.load(Ordering::Relaxed) {
+            match self.read_many(fd, stats) {
+                Err(e) if oserr::is_unsupported_call(&e) => {
+                    RECVMMSG_MISSING.store(true, Ordering::Relaxed);
+                    self.use_recvmmsg = false;
+                }
+                other => return other,
+            }
+        }
+        self.read_single(fd, stats)
+    }
+
+    /// Whether this queue still fills with `recvmmsg` (false after the ENOSYS step-down).
+    pub fn uses_recvmmsg(&self) -> bool {
+        cfg!(any(target_os = "linux", target_os = "android"))
+            && self.use_recvmmsg
+            && !RECVMMSG_MISSING.load(Ordering::Relaxed)
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn read_many(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
+        // SAFETY: these are plain C structs for which all-zero bytes are a valid value.
+        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: as above.
+        let mut iovecs: [libc::iovec; BATCH] = unsafe { mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
+        for (iov, slot) in iovecs
+            .iter_mut()
+            .zip(self.buffers.chunks_exact_mut(SLOT_SIZE))
+        {
+            iov.iov_base = slot.as_mut_ptr().cast();
+            iov.iov_len = slot.len();
+        }
+        let iov_ptr = iovecs.as_mut_ptr();
+        let name_ptr = names.as_mut_ptr();
+        for (i, msg) in msgs.iter_mut().enumerate() {
+            msg.msg_hdr.msg_name = name_ptr.wrapping_add(i).cast();
+            msg.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            msg.msg_hdr.msg_iov = iov_ptr.wrapping_add(i);
+            msg.msg_hdr.msg_iovlen = 1;
+        }
+        stats.receive_syscalls += 1;
+        // SAFETY: `msgs` holds BATCH headers, each pointing at one live iovec (into `self.buffers`,
+        // SLOT_SIZE bytes each) and one live sockaddr_storage with its true size; all of them
+        // outlive the call, and no Rust reference to them is used while the kernel writes.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                BATCH as _,
+                libc::MSG_DONTWAIT as _,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = (n as usize).min(BATCH);
+        for (slot, (msg, name)) in msgs.iter().zip(names.iter()).take(n).enumerate() {
+            let truncated = msg.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            let from = sockaddr_to_node(name, msg.msg_hdr.msg_namelen);
+            self.accept(slot, msg.msg_len as usize, truncated, from, stats);
+        }
+        Ok(n)
+    }
+
+    fn read_single(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
+        // SAFETY: all-zero bytes are a valid sockaddr_storage.
+        let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
+        let mut name_len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let slot = &mut self.buffers[..SLOT_SIZE];
+        stats.receive_syscalls += 1;
+        // SAFETY: `slot` is valid for SLOT_SIZE bytes of writes; `name` and `name_len` are valid
+        // out-parameters with `name_len` holding the true size of `name`.
+        let n = unsafe {
+            libc::recvfrom(
+                fd,
+                slot.as_mut_ptr().cast(),
+                slot.len(),
+                libc::MSG_DONTWAIT,
+                (&mut name as *mut libc::sockaddr_storage).cast(),
+                &mut name_len,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let from = sockaddr_to_node(&name, name_len);
+        self.accept(0, n as usize, false, from, stats);
+        Ok(1)
+    }
+
+    /// Queue the datagram in `slot`, or drop and count it.
+    fn accept(
+        &mut self,
+        slot: usize,
+        len: usize,
+        truncated: bool,
+        from: Option<NET_Node>,
+        stats: &mut Stats,
+    ) {
+        if truncated || len > MAX_PAYLOAD {
+            stats.dropped_oversize += 1;
+        } else if len == 0 {
+            stats.dropped_zero_length += 1;
+        } else if let Some(from) = from {
+            if self.len < BATCH {
+                self.entries[self.len] = Entry { slot, len, from };
+                self.len += 1;
+            }
+        } else {
+            stats.dropped_bad_source += 1;
+        }
+    }
+}
+
+/// The sender of a datagram as a node; `None` for families other than IPv4/IPv6.
+fn sockaddr_to_node(name: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<NET_Node> {
+    let len = len as usize;
+    let addr = match i32::from(name.ss_family) {
+        libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family and length say the storage holds a sockaddr_in, and
+            // sockaddr_storage is large and aligned enough for every sockaddr type.
+            let sin =
+                unsafe { &*(name as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port)))
+        }
+        libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 =
+                unsafe { &*(name as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            SocketAddr::V6(SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            ))
+        }
+        _ => return None,
+    };
+    Some(node::encode(addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        (rx, tx)
+    }
+
+    fn wait_readable(rx: &UdpSocket) {
+        let mut fd = libc::pollfd {
+            fd: rx.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut fd, 1, 2000) };
+    }
+
+    fn drops_bad_datagrams(use_recvmmsg: bool) {
+        let (rx, tx) = pair();
+        tx.send(&[7u8; MAX_PAYLOAD + 1]).unwrap();
+        tx.send(&[]).unwrap();
+        tx.send(&[1, 2, 3]).unwrap();
+        tx.send(&[9u8; MAX_PAYLOAD]).unwrap();
+        let mut stats = Stats::default();
+        let mut batch = Batch::new(use_recvmmsg);
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            wait_readable(&rx);
+            if batch.refill(rx.as_raw_fd(), &mut stats).unwrap() > 0 {
+                while let Some((from, data)) = batch.pop() {
+                    assert_eq!(node::decode(&from), Some(tx.local_addr().unwrap()));
+                    got.push(data.len());
+                }
+            }
+            if got.len() == 2 {
+                break;
+            }
+        }
+        assert_eq!(got, vec![3, MAX_PAYLOAD]);
+        assert_eq!(stats.dropped_oversize, 1);
+        assert_eq!(stats.dropped_zero_length, 1);
+        assert!(batch.refill(rx.as_raw_fd(), &mut stats).unwrap() == 0);
+    }
+
+    #[test]
+    fn recvmmsg_drops_oversize_and_empty() {
+        drops_bad_datagrams(true);
+    }
+
+    #[test]
+    fn recvfrom_drops_oversize_and_empty() {
+        drops_bad_datagrams(false);
+    }
+}

@@ -1,0 +1,140 @@
+//! The console: one command table shared by `NET_ConsoleExec` and the interactive
+//! `parsecnet console`. A line is exactly what a player types; the reply is human-readable text
+//! plus a result. Bad lines of any length or content get a one-line message naming the problem
+//! and the usage; they never panic and never change state.
+
+mod commands;
+
+use std::time::Instant;
+
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::subsystem::Subsystem;
+
+pub use commands::{Command, COMMANDS};
+
+/// Longest console line accepted, in bytes.
+pub const MAX_LINE_LEN: usize = 1024;
+
+/// What a console line produced.
+#[derive(Debug)]
+pub struct ConsoleReply {
+    /// Text for the player (the error message when `result` is an error).
+    pub output: String,
+    pub result: NetResult<()>,
+}
+
+impl ConsoleReply {
+    fn ok(output: String) -> Self {
+        ConsoleReply {
+            output,
+            result: Ok(()),
+        }
+    }
+
+    fn err(err: NetError) -> Self {
+        ConsoleReply {
+            output: err.message.clone(),
+            result: Err(err),
+        }
+    }
+}
+
+/// Find a command by its exact name, including the `net.<backend>.<key>` family.
+pub fn find_command(name: &str) -> Option<&'static Command> {
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name)
+        .or_else(|| commands::is_backend_option_name(name).then_some(&commands::BACKEND_OPTION))
+}
+
+/// Split a line into the command word and the rest (trimmed).
+pub fn split_command(line: &str) -> (&str, &str) {
+    let line = line.trim();
+    match line.find(char::is_whitespace) {
+        Some(at) => (&line[..at], line[at..].trim()),
+        None => (line, ""),
+    }
+}
+
+/// Check a raw line before parsing.
+pub fn validate_line(line: &str) -> NetResult<()> {
+    if line.len() > MAX_LINE_LEN {
+        return Err(NetError::new(
+            ErrorCode::TooLarge,
+            format!(
+                "console line of {} bytes is longer than {MAX_LINE_LEN} bytes",
+                line.len()
+            ),
+        ));
+    }
+    if let Some(c) = line.chars().find(|c| c.is_control() && *c != '\t') {
+        return Err(NetError::invalid(format!(
+            "console line contains the control character {:?}",
+            c
+        )));
+    }
+    Ok(())
+}
+
+/// Run one console line.
+pub fn exec(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleReply {
+    if let Err(err) = validate_line(line) {
+        return ConsoleReply::err(err);
+    }
+    let (name, args) = split_command(line);
+    if name.is_empty() {
+        return ConsoleReply::ok(String::new());
+    }
+    let Some(command) = find_command(name) else {
+        return ConsoleReply::err(NetError::new(
+            ErrorCode::UnknownCommand,
+            format!(
+                "unknown command '{}'; type help for the command list",
+                name.escape_debug()
+            ),
+        ));
+    };
+    match (command.run)(sub, name, args, now) {
+        Ok(text) => ConsoleReply::ok(text),
+        Err(err) => {
+            // Every failure names the command and shows its usage, once.
+            let usage = format!("usage: {}", command.usage);
+            let message = if err.message.contains("usage:") {
+                err.message
+            } else {
+                format!("{name}: {}; {usage}", err.message)
+            };
+            ConsoleReply::err(NetError::new(err.code, message))
+        }
+    }
+}
+
+/// The words that can complete `partial` at the start of a line (command names) or as the first
+/// argument of a command (its listed choices). Used by the interactive console.
+pub fn completions(line: &str) -> Vec<String> {
+    match line.find(char::is_whitespace) {
+        None => COMMANDS
+            .iter()
+            .filter(|c| c.name.starts_with(line))
+            .map(|c| c.name.to_string())
+            .collect(),
+        Some(at) => {
+            let (name, rest) = (&line[..at], line[at..].trim_start());
+            let Some(command) = find_command(name) else {
+                return Vec::new();
+            };
+            if rest.contains(char::is_whitespace) {
+                return Vec::new();
+            }
+            let choices: Vec<String> = if name == "help" {
+                COMMANDS.iter().map(|c| c.name.to_string()).collect()
+            } else {
+                command.choices.iter().map(|s| s.to_string()).collect()
+            };
+            choices
+                .into_iter()
+                .filter(|c| c.starts_with(rest))
+                .collect()
+        }
+    }
+}

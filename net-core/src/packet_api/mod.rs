@@ -1,0 +1,434 @@
+//! The packet API layer: one active backend socket, switched at run time without losing what was
+//! already handed to it or received by it.
+//!
+//! - Sends go straight to the backend; a datagram the backend cannot take yet (would block) waits
+//!   in the outgoing queue and is retried by `flush`.
+//! - A switch (`net.api`, `net.port`) first flushes the outgoing queue through the old socket,
+//!   then drains the old socket's receive queue into `incoming`, then closes it and opens the new
+//!   one. If the new one fails, the old backend is reopened and stays active.
+//! - The socket is opened lazily on first use, so `net.port` can be set after `NET_Init`.
+//!
+//! This layer never interprets payloads; the subsystem decides which datagrams belong to the game
+//! protocol.
+
+pub mod backend;
+pub mod loader;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parsec_backend_abi::NET_Node;
+
+use crate::error::{ErrorCode, NetError, NetResult};
+pub use backend::{Backend, BackendOrigin, BackendSocket, SendOutcome};
+pub use loader::BackendSpec;
+
+/// Default local port for clients (the design's UDP port).
+pub const DEFAULT_CLIENT_PORT: u16 = 6526;
+/// Most datagrams kept waiting for a backend that would block.
+const OUTGOING_LIMIT: usize = 4096;
+/// Most datagrams kept for the game that it has not read yet.
+const INCOMING_LIMIT: usize = 4096;
+/// How long a switch may wait for the old backend to take queued datagrams.
+const SWITCH_FLUSH_BUDGET: Duration = Duration::from_millis(500);
+/// Most datagrams drained from a socket that is being closed.
+const SWITCH_DRAIN_LIMIT: usize = 65_536;
+
+/// A datagram with its peer node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    pub node: NET_Node,
+    pub data: Vec<u8>,
+}
+
+/// Counters shown by `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PacketStats {
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// Datagrams the backend would not take at once (queued, sent later).
+    pub send_deferred: u64,
+    pub send_errors: u64,
+    pub oversize_rejected: u64,
+    pub receive_errors: u64,
+    /// Datagrams lost because the outgoing or incoming queue was full.
+    pub queue_overflow: u64,
+    /// Datagrams read from a socket being closed by a switch (kept, delivered later).
+    pub drained_on_switch: u64,
+    /// Queued datagrams sent through the old socket during a switch.
+    pub flushed_on_switch: u64,
+    /// Queued datagrams the old socket would not take within the switch budget.
+    pub lost_on_switch: u64,
+    pub switches: u64,
+    pub failed_switches: u64,
+}
+
+impl PacketStats {
+    fn count_sent(&mut self, len: usize) {
+        self.datagrams_sent += 1;
+        self.bytes_sent += len as u64;
+    }
+}
+
+/// Send queued datagrams in order until the socket would block (and, with a deadline, keep
+/// retrying until then). A datagram the backend refuses with an error is dropped and counted.
+/// Returns how many were sent.
+fn send_queued(
+    outgoing: &mut VecDeque<Datagram>,
+    socket: &mut BackendSocket,
+    stats: &mut PacketStats,
+    deadline: Option<Instant>,
+) -> u64 {
+    let mut sent = 0;
+    while let Some(datagram) = outgoing.front() {
+        match socket.send(&datagram.node, &datagram.data) {
+            Ok(SendOutcome::Sent) => {
+                stats.count_sent(datagram.data.len());
+                sent += 1;
+                outgoing.pop_front();
+            }
+            Ok(SendOutcome::WouldBlock) => match deadline {
+                Some(deadline) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                _ => break,
+            },
+            Err(_) => {
+                stats.send_errors += 1;
+                outgoing.pop_front();
+            }
+        }
+    }
+    sent
+}
+
+/// The active backend, its socket and the queues around it.
+pub struct PacketLayer {
+    backend: Option<Arc<Backend>>,
+    socket: Option<BackendSocket>,
+    /// The options the open socket was opened with (a rollback reopens with these).
+    socket_options: String,
+    /// Port the socket is (or will be) bound to (0: any free port).
+    port: u16,
+    outgoing: VecDeque<Datagram>,
+    incoming: VecDeque<Datagram>,
+    stats: PacketStats,
+}
+
+impl Default for PacketLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PacketLayer {
+    pub fn new() -> Self {
+        PacketLayer {
+            backend: None,
+            socket: None,
+            socket_options: String::new(),
+            port: DEFAULT_CLIENT_PORT,
+            outgoing: VecDeque::new(),
+            incoming: VecDeque::new(),
+            stats: PacketStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &PacketStats {
+        &self.stats
+    }
+
+    pub fn backend(&self) -> Option<&Arc<Backend>> {
+        self.backend.as_ref()
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.socket.is_some()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn outgoing_len(&self) -> usize {
+        self.outgoing.len()
+    }
+
+    pub fn incoming_len(&self) -> usize {
+        self.incoming.len()
+    }
+
+    /// Select a backend without opening it (used at init; opened on first use).
+    pub fn select(&mut self, backend: Arc<Backend>) {
+        self.close_socket();
+        self.backend = Some(backend);
+    }
+
+    /// The open socket, opening it now if needed.
+    pub fn socket(&mut self, options: &str) -> NetResult<&mut BackendSocket> {
+        if self.socket.is_none() {
+            let backend = self.backend.clone().ok_or_else(|| {
+                NetError::new(
+                    ErrorCode::NoBackend,
+                    "no packet backend selected (use net.api udp)",
+                )
+            })?;
+            self.socket = Some(backend.open(self.port, options)?);
+            self.socket_options = options.to_string();
+        }
+        Ok(self.socket.as_mut().expect("socket just opened"))
+    }
+
+    /// Switch to `new_backend` on `port`: flush, drain, close, open; on failure reopen the old
+    /// backend with the options it had. Returns what happened as one line.
+    pub fn switch(
+        &mut self,
+        new_backend: Arc<Backend>,
+        port: u16,
+        new_options: &str,
+    ) -> NetResult<String> {
+        let old_backend = self.backend.clone();
+        let old_port = self.port;
+        let old_options = std::mem::take(&mut self.socket_options);
+        let (flushed, lost, drained) = self.retire_socket();
+        match new_backend.open(port, new_options) {
+            Ok(socket) => {
+                self.socket = Some(socket);
+                self.socket_options = new_options.to_string();
+                self.backend = Some(new_backend);
+                self.port = port;
+                self.stats.switches += 1;
+                let mut line = format!(
+                    "packet backend {} active on port {port}",
+                    self.backend.as_ref().map_or("?", |b| b.name())
+                );
+                if flushed + lost + drained > 0 {
+                    line.push_str(&format!(
+                        " ({flushed} queued datagrams sent before the switch, {drained} received datagrams kept{})",
+                        if lost > 0 { format!(", {lost} could not be sent") } else { String::new() }
+                    ));
+                }
+                Ok(line)
+            }
+            Err(err) => {
+                self.stats.failed_switches += 1;
+                let kept = match old_backend {
+                    Some(old) => match old.open(old_port, &old_options) {
+                        Ok(socket) => {
+                            let name = old.name().to_string();
+                            self.socket = Some(socket);
+                            self.socket_options = old_options;
+                            self.backend = Some(old);
+                            format!("kept {name}")
+                        }
+                        Err(reopen) => {
+                            // The old socket was closed for the switch and cannot come back:
+                            // keep it selected so the next use retries, and say so.
+                            let name = old.name().to_string();
+                            self.backend = Some(old);
+                            format!("{name} stays selected but could not be reopened: {reopen}")
+                        }
+                    },
+                    None => "no backend active".to_string(),
+                };
+                Err(NetError::new(err.code, format!("{}; {kept}", err.message)))
+            }
+        }
+    }
+
+    /// Flush the outgoing queue into the current socket, drain its receive queue into
+    /// `incoming`, and close it. Returns (flushed, lost, drained).
+    fn retire_socket(&mut self) -> (u64, u64, u64) {
+        let Some(mut socket) = self.socket.take() else {
+            return (0, 0, 0);
+        };
+        let deadline = Instant::now() + SWITCH_FLUSH_BUDGET;
+        let flushed = send_queued(
+            &mut self.outgoing,
+            &mut socket,
+            &mut self.stats,
+            Some(deadline),
+        );
+        let lost = self.outgoing.len() as u64;
+        if lost > 0 {
+            log::warn!(
+                "backend switch: {lost} queued datagrams could not be sent by the old backend"
+            );
+            self.outgoing.clear();
+        }
+        let mut drained = 0;
+        let mut buf = vec![0u8; socket.backend().max_payload()];
+        while drained < SWITCH_DRAIN_LIMIT as u64 {
+            match socket.receive(&mut buf) {
+                Ok(Some((node, len))) => {
+                    self.count_received(len);
+                    self.push_incoming(Datagram {
+                        node,
+                        data: buf[..len].to_vec(),
+                    });
+                    drained += 1;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    self.stats.receive_errors += 1;
+                    break;
+                }
+            }
+        }
+        self.stats.flushed_on_switch += flushed;
+        self.stats.lost_on_switch += lost;
+        self.stats.drained_on_switch += drained;
+        drop(socket);
+        (flushed, lost, drained)
+    }
+
+    /// Close the socket (flushing and draining it first). The backend stays selected.
+    pub fn close(&mut self) {
+        self.retire_socket();
+    }
+
+    fn close_socket(&mut self) {
+        self.socket = None;
+    }
+
+    /// Set the port; an open socket is reopened on it (with the same switch guarantees).
+    pub fn set_port(&mut self, port: u16, options: &str) -> NetResult<String> {
+        match (&self.socket, self.backend.clone()) {
+            (Some(_), Some(backend)) => self.switch(backend, port, options),
+            _ => {
+                self.port = port;
+                Ok(format!(
+                    "local port set to {port} (used when the backend opens)"
+                ))
+            }
+        }
+    }
+
+    /// Send a datagram now, or queue it if the backend would block.
+    pub fn send(&mut self, to: &NET_Node, data: &[u8], options: &str) -> NetResult<()> {
+        if data.is_empty() {
+            return Err(NetError::invalid("cannot send an empty datagram"));
+        }
+        let max = self
+            .backend
+            .as_ref()
+            .map_or(usize::MAX, |b| b.max_payload());
+        if data.len() > max {
+            self.stats.oversize_rejected += 1;
+            return Err(NetError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "datagram of {} bytes exceeds the backend's maximum payload of {max} bytes",
+                    data.len()
+                ),
+            ));
+        }
+        // Keep order: while older datagrams wait, newer ones queue behind them.
+        if !self.outgoing.is_empty() {
+            self.flush(options)?;
+            if !self.outgoing.is_empty() {
+                return self.queue_outgoing(to, data);
+            }
+        }
+        let socket = self.socket(options)?;
+        match socket.send(to, data) {
+            Ok(SendOutcome::Sent) => {
+                self.count_sent(data.len());
+                Ok(())
+            }
+            Ok(SendOutcome::WouldBlock) => self.queue_outgoing(to, data),
+            Err(err) => {
+                if err.code == ErrorCode::TooLarge {
+                    self.stats.oversize_rejected += 1;
+                } else {
+                    self.stats.send_errors += 1;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn queue_outgoing(&mut self, to: &NET_Node, data: &[u8]) -> NetResult<()> {
+        if self.outgoing.len() >= OUTGOING_LIMIT {
+            self.stats.queue_overflow += 1;
+            return Err(NetError::new(
+                ErrorCode::Full,
+                format!("send queue full ({OUTGOING_LIMIT} datagrams waiting for the backend)"),
+            ));
+        }
+        self.stats.send_deferred += 1;
+        self.outgoing.push_back(Datagram {
+            node: *to,
+            data: data.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// Retry queued datagrams until the backend would block again.
+    pub fn flush(&mut self, options: &str) -> NetResult<()> {
+        if self.outgoing.is_empty() {
+            return Ok(());
+        }
+        self.socket(options)?;
+        let socket = self.socket.as_mut().expect("socket opened above");
+        send_queued(&mut self.outgoing, socket, &mut self.stats, None);
+        Ok(())
+    }
+
+    /// The next datagram: first one kept from before (a switch or a too-small read), then the
+    /// backend. `buf` must hold the backend's maximum payload.
+    pub fn receive(&mut self, options: &str) -> NetResult<Option<Datagram>> {
+        if let Some(datagram) = self.incoming.pop_front() {
+            return Ok(Some(datagram));
+        }
+        let socket = self.socket(options)?;
+        let mut buf = vec![0u8; socket.backend().max_payload()];
+        match socket.receive(&mut buf) {
+            Ok(Some((node, len))) => {
+                buf.truncate(len);
+                self.count_received(len);
+                Ok(Some(Datagram { node, data: buf }))
+            }
+            Ok(None) => Ok(None),
+            Err(err) => {
+                self.stats.receive_errors += 1;
+                Err(err)
+            }
+        }
+    }
+
+    /// Put a datagram back at the front (the game's buffer was too small; nothing is lost).
+    pub fn unreceive(&mut self, datagram: Datagram) {
+        self.incoming.push_front(datagram);
+    }
+
+    /// Keep a datagram for the game to read later.
+    pub fn push_incoming(&mut self, datagram: Datagram) {
+        if self.incoming.len() >= INCOMING_LIMIT {
+            self.incoming.pop_front();
+            self.stats.queue_overflow += 1;
+        }
+        self.incoming.push_back(datagram);
+    }
+
+    /// Wait up to `timeout` for something to receive.
+    pub fn wait(&mut self, timeout: Duration, options: &str) -> NetResult<bool> {
+        if !self.incoming.is_empty() {
+            return Ok(true);
+        }
+        let ms = timeout.as_millis().min(u32::MAX as u128) as u32;
+        self.socket(options)?.wait(ms)
+    }
+
+    fn count_sent(&mut self, len: usize) {
+        self.stats.count_sent(len);
+    }
+
+    fn count_received(&mut self, len: usize) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += len as u64;
+    }
+}

@@ -1,0 +1,330 @@
+//! The `Subsystem`: one complete networking instance (configuration, packet layer, bound
+//! protocol). The C API drives one global instance; tests, the demo and servers may hold many.
+//!
+//! It owns no clock and no threads: callers pass `now` where time matters. Methods are grouped as
+//! the C API groups them: packet API (`*_node`, `send_datagram`, `receive_datagram`), protocol
+//! calls (`connect`, ..., `maintain`), and the console (`console_exec`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parsec_backend_abi::NET_Node;
+
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::packet_api::{loader, Backend, BackendSpec, Datagram, PacketLayer};
+use crate::protocol::{self, ProtocolKind};
+
+/// Longest node text accepted by `resolve_node`.
+pub const MAX_NODE_TEXT: usize = 255;
+
+/// Counters of bad input the subsystem refused (shown by `status`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InputErrors {
+    pub console_lines: u64,
+    pub node_texts: u64,
+    pub datagrams_refused: u64,
+}
+
+/// One networking instance.
+pub struct Subsystem {
+    packets: PacketLayer,
+    /// `net.<backend>.<key> value` settings, by backend name.
+    backend_options: BTreeMap<String, BTreeMap<String, String>>,
+    protocol: ProtocolKind,
+    input_errors: InputErrors,
+    started: Instant,
+}
+
+impl Subsystem {
+    /// A new instance with the UDP backend selected (opened on first use) if it can be found,
+    /// and no protocol selected.
+    pub fn new() -> Subsystem {
+        let mut sub = Subsystem {
+            packets: PacketLayer::new(),
+            backend_options: BTreeMap::new(),
+            protocol: ProtocolKind::Unselected,
+            input_errors: InputErrors::default(),
+            started: Instant::now(),
+        };
+        match loader::load(&BackendSpec::Name("udp".into())) {
+            Ok(backend) => sub.packets.select(backend),
+            Err(err) => log::warn!("default backend udp not available: {err}"),
+        }
+        sub
+    }
+
+    // ----- getters ---------------------------------------------------------------------------
+
+    pub fn protocol(&self) -> ProtocolKind {
+        self.protocol
+    }
+
+    pub fn packets(&self) -> &PacketLayer {
+        &self.packets
+    }
+
+    pub fn input_errors(&self) -> &InputErrors {
+        &self.input_errors
+    }
+
+    pub fn uptime(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.started)
+    }
+
+    pub fn backend(&self) -> NetResult<&Arc<Backend>> {
+        self.packets.backend().ok_or_else(|| {
+            NetError::new(
+                ErrorCode::NoBackend,
+                "no packet backend selected (use net.api udp)",
+            )
+        })
+    }
+
+    /// The `key=value` option lines for a backend.
+    pub fn backend_options_text(&self, backend_name: &str) -> String {
+        self.backend_options
+            .get(backend_name)
+            .map(|opts| opts.iter().map(|(k, v)| format!("{k}={v}\n")).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn backend_options(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
+        &self.backend_options
+    }
+
+    fn current_options(&self) -> String {
+        self.packets
+            .backend()
+            .map(|b| self.backend_options_text(b.name()))
+            .unwrap_or_default()
+    }
+
+    // ----- packet API ------------------------------------------------------------------------
+
+    pub fn resolve_node(&mut self, text: &str) -> NetResult<NET_Node> {
+        let result = self.resolve_node_inner(text);
+        if result.is_err() {
+            self.input_errors.node_texts += 1;
+        }
+        result
+    }
+
+    fn resolve_node_inner(&self, text: &str) -> NetResult<NET_Node> {
+        if text.len() > MAX_NODE_TEXT {
+            return Err(NetError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "node text of {} bytes is longer than {MAX_NODE_TEXT}",
+                    text.len()
+                ),
+            ));
+        }
+        self.backend()?.parse_node(text, self.packets.port())
+    }
+
+    pub fn print_node(&self, node: &NET_Node) -> NetResult<String> {
+        self.backend()?.print_node(node)
+    }
+
+    pub fn compare_nodes(&self, a: &NET_Node, b: &NET_Node) -> NetResult<std::cmp::Ordering> {
+        Ok(self.backend()?.compare_nodes(a, b))
+    }
+
+    /// This instance's node on the primary network (opens the socket if needed).
+    pub fn local_node(&mut self) -> NetResult<NET_Node> {
+        let options = self.current_options();
+        self.packets.socket(&options)?.local_node(None)
+    }
+
+    pub fn send_datagram(&mut self, to: &NET_Node, data: &[u8]) -> NetResult<()> {
+        let options = self.current_options();
+        let result = self.packets.send(to, data, &options);
+        if result.is_err() {
+            self.input_errors.datagrams_refused += 1;
+        }
+        result
+    }
+
+    /// The next datagram for the game (not for the game protocol), copied into `buf`.
+    /// A datagram that does not fit stays queued and `BufferTooSmall` says how big it is.
+    pub fn receive_datagram(&mut self, buf: &mut [u8]) -> NetResult<Option<(NET_Node, usize)>> {
+        let options = self.current_options();
+        let Some(datagram) = self.packets.receive(&options)? else {
+            return Ok(None);
+        };
+        if datagram.data.len() > buf.len() {
+            let len = datagram.data.len();
+            self.packets.unreceive(datagram);
+            return Err(NetError::new(
+                ErrorCode::BufferTooSmall,
+                format!(
+                    "the next datagram has {len} bytes; the buffer holds {}",
+                    buf.len()
+                ),
+            ));
+        }
+        let Datagram { node, data } = datagram;
+        buf[..data.len()].copy_from_slice(&data);
+        Ok(Some((node, data.len())))
+    }
+
+    /// Wait up to `timeout` for a datagram (used by frame loops that sleep).
+    pub fn wait(&mut self, timeout: Duration) -> NetResult<bool> {
+        let options = self.current_options();
+        self.packets.wait(timeout, &options)
+    }
+
+    // ----- backend and port switching -------------------------------------------------------
+
+    /// `net.api SPEC`: load and switch to another backend; on failure the current one stays.
+    pub fn switch_backend(&mut self, spec_text: &str) -> NetResult<String> {
+        let spec = BackendSpec::parse(spec_text)?;
+        let backend = loader::load(&spec).map_err(|e| {
+            let kept = self
+                .packets
+                .backend()
+                .map_or("no backend active".to_string(), |b| {
+                    format!("keeping {}", b.name())
+                });
+            NetError::new(e.code, format!("{}; {kept}", e.message))
+        })?;
+        if !backend.supports_client_server() && self.protocol.is_client_server() {
+            let kept = self
+                .packets
+                .backend()
+                .map_or("none".to_string(), |b| b.name().to_string());
+            return Err(NetError::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "{} supports only the peer-to-peer protocol, and {} is selected; keeping {kept}",
+                    backend.name(),
+                    self.protocol
+                ),
+            ));
+        }
+        let new_options = self.backend_options_text(backend.name());
+        let port = self.packets.port();
+        self.packets.switch(backend, port, &new_options)
+    }
+
+    /// `net.port N`.
+    pub fn set_port(&mut self, port: u16) -> NetResult<String> {
+        let options = self.current_options();
+        self.packets.set_port(port, &options)
+    }
+
+    /// `net.<backend>.<key> value`: store a backend option (applied when that backend opens).
+    pub fn set_backend_option(
+        &mut self,
+        backend: &str,
+        key: &str,
+        value: &str,
+    ) -> NetResult<String> {
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 63
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if !valid(backend) || !valid(key) {
+            return Err(NetError::invalid(format!(
+                "'net.{backend}.{key}' is not a backend option name"
+            )));
+        }
+        if value.len() > 255 || value.chars().any(|c| c.is_control()) {
+            return Err(NetError::invalid(
+                "option values are at most 255 printable characters",
+            ));
+        }
+        self.backend_options
+            .entry(backend.to_string())
+            .or_default()
+            .insert(key.to_string(), value.to_string());
+        let active =
+            self.packets.backend().is_some_and(|b| b.name() == backend) && self.packets.is_open();
+        Ok(if active {
+            format!("net.{backend}.{key} = {value} (applies when {backend} is reopened: net.api {backend})")
+        } else {
+            format!("net.{backend}.{key} = {value}")
+        })
+    }
+
+    // ----- protocol calls --------------------------------------------------------------------
+
+    /// `net.subsys NAME`.
+    pub fn select_protocol(&mut self, kind: ProtocolKind) -> NetResult<String> {
+        if kind.is_client_server() {
+            if let Some(backend) = self.packets.backend() {
+                if !backend.supports_client_server() {
+                    return Err(NetError::new(
+                        ErrorCode::Unsupported,
+                        format!("{} supports only the peer-to-peer protocol; switch with net.api udp first", backend.name()),
+                    ));
+                }
+            }
+        }
+        Err(NetError::new(
+            ErrorCode::Unsupported,
+            format!("the {kind} protocol is not available in this build; no protocol selected"),
+        ))
+    }
+
+    pub fn connect(&mut self, _now: Instant) -> NetResult<()> {
+        protocol::unselected_call("connect")
+    }
+
+    pub fn disconnect(&mut self, _now: Instant) -> NetResult<()> {
+        protocol::unselected_call("disconnect")
+    }
+
+    pub fn join(&mut self, _now: Instant) -> NetResult<()> {
+        protocol::unselected_call("join")
+    }
+
+    pub fn unjoin(&mut self, _flag: u8, _now: Instant) -> NetResult<()> {
+        protocol::unselected_call("unjoin")
+    }
+
+    pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
+        protocol::unselected_call("update name")
+    }
+
+    /// Once per frame: send what waits, receive, run timers.
+    pub fn maintain(&mut self, _now: Instant) {
+        if self.packets.is_open() {
+            let options = self.current_options();
+            if let Err(err) = self.packets.flush(&options) {
+                log::debug!("maintain: {err}");
+            }
+        }
+    }
+
+    // ----- console ---------------------------------------------------------------------------
+
+    /// Run one console line (several commands may be separated by ';').
+    pub fn console_exec(&mut self, line: &str, now: Instant) -> crate::console::ConsoleReply {
+        let reply = crate::console::exec(self, line, now);
+        if reply.result.is_err() {
+            self.input_errors.console_lines += 1;
+        }
+        reply
+    }
+
+    /// Close the backend socket (flushing queued datagrams first).
+    pub fn shutdown(&mut self) {
+        self.packets.close();
+    }
+}
+
+impl Default for Subsystem {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Subsystem {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

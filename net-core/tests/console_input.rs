@@ -1,0 +1,192 @@
+//! Console input handling: every command is listed and documented, and bad lines of any length
+//! or content get a one-line error naming the problem and the usage, without changing state.
+
+use std::time::Instant;
+
+use net_core::console::{self, COMMANDS, MAX_LINE_LEN};
+use net_core::{ErrorCode, Subsystem};
+
+fn exec(sub: &mut Subsystem, line: &str) -> (String, Result<(), ErrorCode>) {
+    let reply = sub.console_exec(line, Instant::now());
+    (reply.output, reply.result.map_err(|e| e.code))
+}
+
+#[test]
+fn help_lists_every_command_and_the_fixed_names() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "help");
+    assert_eq!(result, Ok(()));
+    for command in COMMANDS {
+        assert!(out.contains(command.usage), "help misses {}", command.name);
+    }
+    for fixed in [
+        "net.subsys",
+        "net.api",
+        "net.port",
+        "connect",
+        "disconnect",
+        "join",
+        "unjoin",
+        "status",
+        "help",
+    ] {
+        assert!(
+            COMMANDS.iter().any(|c| c.name == fixed),
+            "missing command {fixed}"
+        );
+    }
+    let (out, result) = exec(&mut sub, "help net.api");
+    assert_eq!(result, Ok(()));
+    assert!(out.starts_with("usage: net.api udp|ipx|NAME|PATH"), "{out}");
+    let (out, result) = exec(&mut sub, "help nosuch");
+    assert_eq!(result, Err(ErrorCode::UnknownCommand));
+    assert!(out.contains("nosuch"), "{out}");
+}
+
+#[test]
+fn unknown_command_names_itself_and_points_to_help() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "fly to the moon");
+    assert_eq!(result, Err(ErrorCode::UnknownCommand));
+    assert_eq!(out, "unknown command 'fly'; type help for the command list");
+    assert_eq!(sub.input_errors().console_lines, 1);
+}
+
+#[test]
+fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
+    let mut sub = Subsystem::new();
+    let cases = [
+        (
+            "net.port abc",
+            ErrorCode::Parse,
+            "'abc' is not a port number",
+        ),
+        (
+            "net.port 70000",
+            ErrorCode::Parse,
+            "'70000' is not a port number",
+        ),
+        ("net.port -1", ErrorCode::Parse, "not a port number"),
+        ("net.port", ErrorCode::InvalidArgument, "no port given"),
+        (
+            "net.subsys warp",
+            ErrorCode::InvalidArgument,
+            "unknown protocol 'warp'",
+        ),
+        (
+            "net.subsys",
+            ErrorCode::InvalidArgument,
+            "no protocol given",
+        ),
+        ("net.api", ErrorCode::InvalidArgument, "no backend given"),
+        (
+            "net.api bad name!",
+            ErrorCode::InvalidArgument,
+            "is not a backend name",
+        ),
+        (
+            "net.api /no/such/libx.so",
+            ErrorCode::BackendLoad,
+            "no such file",
+        ),
+        (
+            "status now",
+            ErrorCode::InvalidArgument,
+            "takes no argument",
+        ),
+        (
+            "net.udp.bind \u{7f}",
+            ErrorCode::InvalidArgument,
+            "control character",
+        ),
+    ];
+    for (line, code, text) in cases {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Err(code), "{line}: {out}");
+        assert!(out.contains(text), "{line}: {out}");
+        assert!(!out.contains('\n'), "{line}: not one line: {out}");
+        if code != ErrorCode::InvalidArgument || !text.contains("control") {
+            assert!(out.contains("usage: "), "{line}: no usage in {out}");
+        }
+    }
+    assert_eq!(sub.input_errors().console_lines, cases.len() as u64);
+}
+
+#[test]
+fn overlong_and_control_character_lines_are_refused_whole() {
+    let mut sub = Subsystem::new();
+    let long = format!("net.port {}", "1".repeat(MAX_LINE_LEN));
+    let (out, result) = exec(&mut sub, &long);
+    assert_eq!(result, Err(ErrorCode::TooLarge));
+    assert!(out.contains("longer than 1024 bytes"), "{out}");
+    let (out, result) = exec(&mut sub, "net.port 7000\r\nnet.port 7001");
+    assert_eq!(result, Err(ErrorCode::InvalidArgument));
+    assert!(out.contains("control character"), "{out}");
+    // Nothing of a refused line took effect.
+    assert_eq!(sub.packets().port(), 6526);
+}
+
+#[test]
+fn empty_and_blank_lines_do_nothing() {
+    let mut sub = Subsystem::new();
+    for line in ["", "   ", "\t"] {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Ok(()));
+        assert_eq!(out, "");
+    }
+}
+
+#[test]
+fn protocol_calls_without_a_protocol_say_how_to_choose_one() {
+    let mut sub = Subsystem::new();
+    for line in ["connect", "disconnect", "join", "unjoin"] {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Err(ErrorCode::NoProtocol), "{line}");
+        assert!(
+            out.contains("net.subsys peer|slotserver|gameserver"),
+            "{line}: {out}"
+        );
+    }
+}
+
+#[test]
+fn backend_options_are_stored_per_backend() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "net.udp.bind 127.0.0.1");
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(sub.backend_options_text("udp"), "bind=127.0.0.1\n");
+    let (out, _) = exec(&mut sub, "net.udp.bind");
+    assert_eq!(out, "net.udp.bind = 127.0.0.1");
+    let (_, result) = exec(&mut sub, "net.udp.bad/key x");
+    assert!(result.is_err());
+}
+
+#[test]
+fn completion_offers_commands_and_first_arguments() {
+    assert_eq!(
+        console::completions("net.s"),
+        vec!["net.subsys".to_string()]
+    );
+    assert_eq!(
+        console::completions("net.subsys g"),
+        vec!["gameserver".to_string()]
+    );
+    assert!(console::completions("help net.").contains(&"net.api".to_string()));
+    assert!(console::completions("status x y").is_empty());
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let mut sub = Subsystem::new();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..2000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % 40) as usize;
+        let bytes: Vec<u8> = (0..len).map(|i| (seed >> (i % 8 * 8)) as u8).collect();
+        let line = String::from_utf8_lossy(&bytes);
+        let reply = sub.console_exec(&line, Instant::now());
+        assert!(!reply.output.contains('\n') || reply.result.is_ok());
+    }
+}

@@ -1,0 +1,35 @@
+//! `parsecnet`: the command-line program. Subcommands:
+//! - `console [--exec "cmd; cmd"]`: the console over the same command table as NET_ConsoleExec.
+//!
+//! Servers and the demo are added as further subcommands.
+
+mod console_cli;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: parsecnet <command> [options]
+
+commands:
+  console [--exec \"CMD; CMD\"]   run console commands (interactive without --exec)
+  help                           this text";
+
+fn main() -> ExitCode {
+    parsec_net::logging::install();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &args[1..];
+    match command.as_str() {
+        "console" => console_cli::run(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("parsecnet: unknown command '{other}'\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The panic boundary, the per-thread last-error message, and checked reading of C arguments.
+//! Every `extern "C"` function of the crate runs its body through [`guard`]; nothing here may
+//! unwind into C or trust a pointer or length it was given.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use net_core::{ErrorCode, NetError, NetResult};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Remember `err` as this thread's last error (for `NET_GetLastError`) and log it at debug level.
+pub fn set_last_error(err: &NetError) {
+    log::debug!("C API error {}: {}", err.code.number(), err.message);
+    let text = CString::new(err.message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+/// Pointer to this thread's last error message; valid until the next failing call on this thread.
+pub fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Run `body` inside the panic boundary. Errors are recorded as the last error and turned into
+/// their result code by `on_error`; a panic becomes `ErrorCode::Internal`.
+pub fn guard<T>(on_error: impl FnOnce(ErrorCode) -> T, body: impl FnOnce() -> NetResult<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(err)) => {
+            set_last_error(&err);
+            on_error(err.code)
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            let err = NetError::new(
+                ErrorCode::Internal,
+                format!("internal error (caught panic: {what})"),
+            );
+            log::error!("{}", err.message);
+            set_last_error(&err);
+            on_error(ErrorCode::Internal)
+        }
+    }
+}
+
+/// [`guard`] for functions returning an `int32_t` result code (0 or a positive value on success).
+pub fn guard_code(body: impl FnOnce() -> NetResult<i32>) -> i32 {
+    guard(|code| code.number(), body)
+}
+
+/// Fail with `InvalidArgument` if `ptr` is NULL.
+pub fn require_non_null<T>(ptr: *const T, what: &str) -> NetResult<()> {
+    if ptr.is_null() {
+        Err(NetError::invalid(format!("{what} is NULL")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Fail if a buffer length cannot describe real memory.
+pub fn require_sane_len(len: usize, what: &str) -> NetResult<()> {
+    if len > isize::MAX as usize {
+        Err(NetError::invalid(format!(
+            "{what} of {len} bytes is impossibly large"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Read a NUL-terminated UTF-8 string of at most `max` bytes, scanning no further than `max + 1`
+/// bytes (so an unterminated or overlong string is refused without reading far past it).
+///
+/// # Safety
+/// `ptr` must be NULL or readable up to its NUL terminator or `max + 1` bytes, whichever is first.
+pub unsafe fn read_c_text<'a>(ptr: *const c_char, max: usize, what: &str) -> NetResult<&'a str> {
+    require_non_null(ptr, what)?;
+    let bytes = ptr.cast::<u8>();
+    let mut len = 0;
+    while *bytes.add(len) != 0 {
+        len += 1;
+        if len > max {
+            return Err(NetError::new(
+                ErrorCode::TooLarge,
+                format!("{what} is longer than {max} bytes"),
+            ));
+        }
+    }
+    let slice = std::slice::from_raw_parts(bytes, len);
+    std::str::from_utf8(slice).map_err(|_| NetError::invalid(format!("{what} is not valid UTF-8")))
+}
+
+/// Copy `text` into a C buffer, truncated at a character boundary, NUL-terminated.
+/// Returns the number of bytes written without the NUL.
+///
+/// # Safety
+/// `out` must be NULL or writable for `out_len` bytes.
+pub unsafe fn write_c_text(text: &str, out: *mut c_char, out_len: usize) -> usize {
+    parsec_backend_abi::helpers::write_c_string(text, out, out_len)
+}

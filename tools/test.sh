@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what the tests need, checks formatting and lints,
+# builds every crate (the C-ABI library, the backends, the parsecnet program), then runs every
+# test: Rust unit and integration tests, the simulator runs, and the C/C++ programs in ffi-tests
+# (shared, static, static-bind, AddressSanitizer, valgrind). Tests that need root say SKIPPED.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+tools/ensure-packages.sh cc=gcc c++=g++ valgrind=valgrind ip=iproute2
+
+step() { printf '\n== %s ==\n' "$*"; }
+step "format"
+cargo fmt --all -- --check
+step "lint"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+step "build"
+cargo build --workspace --all-targets --quiet
+step "test"
+cargo test --workspace --no-fail-fast -- --test-threads="${TEST_THREADS:-2}"
+step "all tests passed"
