@@ -196,6 +196,11 @@ typedef struct NET_BackendVTable {
    * Describe the socket's most recent error as one NUL-terminated line; returns its length.
    */
   int32_t (*last_error)(void *socket, char *out, size_t out_len);
+  /**
+   * The port (or IPX socket number) the socket is actually bound to (what port 0 became),
+   * or < 0 on error. The core reopens this port when a switch away fails.
+   */
+  int32_t (*bound_port)(void *socket);
 } NET_BackendVTable;
 
 /**

@@ -19,7 +19,14 @@ use crate::global::with_subsystem;
 pub unsafe extern "C" fn NETs_ResolveNode(text: *const c_char, out: *mut NET_Node) -> i32 {
     guard_code(|| {
         require_non_null(out, "out")?;
-        let text = read_c_text(text, net_core::subsystem::MAX_NODE_TEXT, "node text")?;
+        let text = read_c_text(text, net_core::subsystem::MAX_NODE_TEXT, "node text").inspect_err(
+            |_| {
+                let _ = with_subsystem(|sub, _| {
+                    sub.note_refused_node_text();
+                    Ok(())
+                });
+            },
+        )?;
         let node = with_subsystem(|sub, _| sub.resolve_node(text))?;
         out.write(node);
         Ok(0)

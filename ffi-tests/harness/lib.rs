@@ -1,1 +1,19 @@
-//! harness placeholder
+//! The harness of the FFI tests: finds the built parsec-net libraries, compiles the C and C++
+//! programs of `ffi-tests/c` and `ffi-tests/cpp` against `include/`, builds the C backends, and
+//! runs programs with a time limit (plainly, under AddressSanitizer, or under valgrind), including
+//! the two-process datagram exchange driven over stdin/stdout.
+//!
+//! Everything the harness builds goes to `<target>/ffi-tests/<profile>/`. Nothing here hangs: every
+//! process has a deadline and is killed when it passes it.
+
+pub mod backends;
+pub mod compile;
+pub mod endpoint;
+pub mod exchange;
+pub mod paths;
+pub mod process;
+
+pub use compile::{Build, Lang, Link};
+pub use endpoint::Endpoint;
+pub use paths::paths;
+pub use process::{run, run_under_valgrind, Output};

@@ -102,6 +102,16 @@ impl Subsystem {
 
     // ----- packet API ------------------------------------------------------------------------
 
+    /// Count a console line refused before it reached the console (too long, not UTF-8).
+    pub fn note_refused_console_line(&mut self) {
+        self.input_errors.console_lines += 1;
+    }
+
+    /// Count a node text refused before it reached the backend (too long, not UTF-8).
+    pub fn note_refused_node_text(&mut self) {
+        self.input_errors.node_texts += 1;
+    }
+
     pub fn resolve_node(&mut self, text: &str) -> NetResult<NET_Node> {
         let result = self.resolve_node_inner(text);
         if result.is_err() {
@@ -179,25 +189,24 @@ impl Subsystem {
 
     /// `net.api SPEC`: load and switch to another backend; on failure the current one stays.
     pub fn switch_backend(&mut self, spec_text: &str) -> NetResult<String> {
-        let spec = BackendSpec::parse(spec_text)?;
-        let backend = loader::load(&spec).map_err(|e| {
-            let kept = self
-                .packets
-                .backend()
-                .map_or("no backend active".to_string(), |b| {
-                    format!("keeping {}", b.name())
-                });
-            NetError::new(e.code, format!("{}; {kept}", e.message))
-        })?;
+        let keeping = match self.packets.backend() {
+            Some(b) => format!("keeping {}", b.name()),
+            None => "no backend active".to_string(),
+        };
+        let loaded = BackendSpec::parse(spec_text).and_then(|spec| loader::load(&spec));
+        let backend = match loaded {
+            Ok(backend) => backend,
+            Err(e) => {
+                self.packets.note_failed_switch();
+                return Err(NetError::new(e.code, format!("{}; {keeping}", e.message)));
+            }
+        };
         if !backend.supports_client_server() && self.protocol.is_client_server() {
-            let kept = self
-                .packets
-                .backend()
-                .map_or("none".to_string(), |b| b.name().to_string());
+            self.packets.note_failed_switch();
             return Err(NetError::new(
                 ErrorCode::Unsupported,
                 format!(
-                    "{} supports only the peer-to-peer protocol, and {} is selected; keeping {kept}",
+                    "{} supports only the peer-to-peer protocol, and {} is selected; {keeping}",
                     backend.name(),
                     self.protocol
                 ),

@@ -125,6 +125,11 @@ fn a_failed_switch_keeps_the_working_backend() {
         assert!(!reply.output.contains('\n'));
     }
     assert_eq!(a.packets().stats().switches, before);
+    assert_eq!(
+        a.packets().stats().failed_switches,
+        2,
+        "refused libraries count as failed switches"
+    );
     a.send_datagram(&to_a, &7u32.to_be_bytes()).unwrap();
     assert_eq!(receive_all(&mut a, 1), vec![7]);
 }
@@ -132,15 +137,22 @@ fn a_failed_switch_keeps_the_working_backend() {
 #[test]
 fn a_failed_open_reopens_the_old_backend_with_its_old_options() {
     let mut a = loopback_instance();
+    let before = loopback_node(&mut a);
     // The library loads, but with an address this host does not have it cannot open: the switch
-    // fails at open time and the previous socket comes back, opened as it was (on loopback).
+    // fails at open time and the previous socket comes back, opened as it was (on loopback, on
+    // the same port although the configured port is 0).
     console(&mut a, "net.udp.bind 203.0.113.1");
     let reply = a.console_exec("net.api udp", Instant::now());
     assert_eq!(reply.result.unwrap_err().code, ErrorCode::BackendLoad);
     assert!(reply.output.contains("203.0.113.1"), "{}", reply.output);
-    assert!(reply.output.contains("kept udp"), "{}", reply.output);
+    assert!(reply.output.contains("keeping udp"), "{}", reply.output);
     assert!(a.packets().is_open());
     let to_a = loopback_node(&mut a);
+    assert_eq!(
+        a.print_node(&to_a).unwrap(),
+        a.print_node(&before).unwrap(),
+        "same port after rollback"
+    );
     a.send_datagram(&to_a, &9u32.to_be_bytes()).unwrap();
     assert_eq!(receive_all(&mut a, 1), vec![9]);
     assert_eq!(a.packets().stats().failed_switches, 1);

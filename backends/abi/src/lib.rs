@@ -150,6 +150,9 @@ pub struct NET_BackendVTable {
     /// Describe the socket's most recent error as one NUL-terminated line; returns its length.
     pub last_error:
         Option<unsafe extern "C" fn(socket: *mut c_void, out: *mut c_char, out_len: usize) -> i32>,
+    /// The port (or IPX socket number) the socket is actually bound to (what port 0 became),
+    /// or < 0 on error. The core reopens this port when a switch away fails.
+    pub bound_port: Option<unsafe extern "C" fn(socket: *mut c_void) -> i32>,
 }
 
 /// Size of the first (version 1) vtable: the smallest table the core accepts.

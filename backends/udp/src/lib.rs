@@ -57,6 +57,7 @@ static VTABLE: NET_BackendVTable = NET_BackendVTable {
     broadcast_node: Some(udp_broadcast_node),
     local_node: Some(udp_local_node),
     last_error: Some(udp_last_error),
+    bound_port: Some(udp_bound_port),
 };
 
 /// The backend's vtable, for in-process (Rust) users and tests.
@@ -352,5 +353,16 @@ unsafe extern "C" fn udp_last_error(socket: *mut c_void, out: *mut c_char, out_l
         // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
         let written = unsafe { write_c_string(socket.last_error(), out, out_len) };
         i32::try_from(written).unwrap_or(i32::MAX)
+    })
+}
+
+/// The port the IPv4 socket is bound to (the IPv6 socket shares it).
+unsafe extern "C" fn udp_bound_port(socket: *mut c_void) -> i32 {
+    guard(NET_BACKEND_ERR_IO, || {
+        // SAFETY: a non-NULL handle came from udp_open and is live until udp_close.
+        match unsafe { socket_from_handle(socket) } {
+            Some(socket) => i32::from(socket.ipv4_port()),
+            None => NET_BACKEND_ERR_INVALID,
+        }
     })
 }

@@ -42,6 +42,7 @@ struct Functions {
     broadcast_node: unsafe extern "C" fn(*mut c_void, u16, *mut NET_Node) -> i32,
     local_node: unsafe extern "C" fn(*mut c_void, *const NET_Node, *mut NET_Node) -> i32,
     last_error: unsafe extern "C" fn(*mut c_void, *mut c_char, usize) -> i32,
+    bound_port: unsafe extern "C" fn(*mut c_void) -> i32,
 }
 
 /// A backend whose vtable passed validation.
@@ -147,6 +148,7 @@ impl Backend {
             broadcast_node: required!(broadcast_node),
             local_node: required!(local_node),
             last_error: required!(last_error),
+            bound_port: required!(bound_port),
         };
         Ok(Arc::new(Backend {
             name,
@@ -205,14 +207,10 @@ impl Backend {
             } else {
                 reason
             };
-            let code = if rc == abi::NET_BACKEND_ERR_PERMISSION
-                || rc == abi::NET_BACKEND_ERR_UNSUPPORTED
-            {
-                ErrorCode::Unsupported
-            } else {
-                ErrorCode::BackendLoad
-            };
-            return Err(NetError::new(code, format!("{}: {reason}", self.name)));
+            return Err(NetError::new(
+                ErrorCode::BackendLoad,
+                with_name_prefix(&self.name, &reason),
+            ));
         }
         Ok(BackendSocket {
             backend: Arc::clone(self),
@@ -259,6 +257,15 @@ impl Backend {
         // SAFETY: both pointers are valid for the call.
         let rc = unsafe { (self.functions.node_compare)(a, b) };
         rc.cmp(&0)
+    }
+}
+
+/// `name: reason`, unless the backend already started its message with its name.
+fn with_name_prefix(name: &str, reason: &str) -> String {
+    if reason.starts_with(&format!("{name}:")) {
+        reason.to_string()
+    } else {
+        format!("{name}: {reason}")
     }
 }
 
@@ -394,6 +401,13 @@ impl BackendSocket {
             .to_string()
     }
 
+    /// The port (or IPX socket number) the socket is bound to (what port 0 became).
+    pub fn bound_port(&self) -> Option<u16> {
+        // SAFETY: handle is live.
+        let rc = unsafe { (self.backend.functions.bound_port)(self.handle) };
+        u16::try_from(rc).ok()
+    }
+
     fn error_for(&self, rc: i32, what: &str) -> NetError {
         let detail = self.last_error();
         let detail = if detail.is_empty() {
@@ -401,6 +415,8 @@ impl BackendSocket {
         } else {
             detail
         };
+        let prefix = format!("{}: ", self.backend.name);
+        let detail = detail.strip_prefix(&prefix).unwrap_or(&detail).to_string();
         let code = match rc {
             abi::NET_BACKEND_ERR_TOO_LARGE => ErrorCode::TooLarge,
             abi::NET_BACKEND_ERR_INVALID => ErrorCode::InvalidArgument,

@@ -113,6 +113,8 @@ pub struct PacketLayer {
     socket_options: String,
     /// Port the socket is (or will be) bound to (0: any free port).
     port: u16,
+    /// The port the open socket actually got (what 0 became).
+    bound_port: Option<u16>,
     outgoing: VecDeque<Datagram>,
     incoming: VecDeque<Datagram>,
     stats: PacketStats,
@@ -131,6 +133,7 @@ impl PacketLayer {
             socket: None,
             socket_options: String::new(),
             port: DEFAULT_CLIENT_PORT,
+            bound_port: None,
             outgoing: VecDeque::new(),
             incoming: VecDeque::new(),
             stats: PacketStats::default(),
@@ -149,8 +152,25 @@ impl PacketLayer {
         self.socket.is_some()
     }
 
+    /// The configured port (0: any free port).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port the open socket is bound to, if open.
+    pub fn bound_port(&self) -> Option<u16> {
+        self.bound_port
+    }
+
+    /// Count a switch that failed before reaching the packet layer (a library that was refused).
+    pub fn note_failed_switch(&mut self) {
+        self.stats.failed_switches += 1;
+    }
+
+    fn install_socket(&mut self, socket: BackendSocket, options: String) {
+        self.bound_port = socket.bound_port();
+        self.socket = Some(socket);
+        self.socket_options = options;
     }
 
     pub fn outgoing_len(&self) -> usize {
@@ -176,8 +196,8 @@ impl PacketLayer {
                     "no packet backend selected (use net.api udp)",
                 )
             })?;
-            self.socket = Some(backend.open(self.port, options)?);
-            self.socket_options = options.to_string();
+            let socket = backend.open(self.port, options)?;
+            self.install_socket(socket, options.to_string());
         }
         Ok(self.socket.as_mut().expect("socket just opened"))
     }
@@ -191,19 +211,20 @@ impl PacketLayer {
         new_options: &str,
     ) -> NetResult<String> {
         let old_backend = self.backend.clone();
-        let old_port = self.port;
+        // A rollback rebinds the port the old socket really had, so peers still reach it.
+        let old_port = self.bound_port.unwrap_or(self.port);
         let old_options = std::mem::take(&mut self.socket_options);
         let (flushed, lost, drained) = self.retire_socket();
         match new_backend.open(port, new_options) {
             Ok(socket) => {
-                self.socket = Some(socket);
-                self.socket_options = new_options.to_string();
+                self.install_socket(socket, new_options.to_string());
                 self.backend = Some(new_backend);
                 self.port = port;
                 self.stats.switches += 1;
                 let mut line = format!(
-                    "packet backend {} active on port {port}",
-                    self.backend.as_ref().map_or("?", |b| b.name())
+                    "packet backend {} active on port {}",
+                    self.backend.as_ref().map_or("?", |b| b.name()),
+                    self.bound_port.unwrap_or(port)
                 );
                 if flushed + lost + drained > 0 {
                     line.push_str(&format!(
@@ -219,10 +240,9 @@ impl PacketLayer {
                     Some(old) => match old.open(old_port, &old_options) {
                         Ok(socket) => {
                             let name = old.name().to_string();
-                            self.socket = Some(socket);
-                            self.socket_options = old_options;
+                            self.install_socket(socket, old_options);
                             self.backend = Some(old);
-                            format!("kept {name}")
+                            format!("keeping {name}")
                         }
                         Err(reopen) => {
                             // The old socket was closed for the switch and cannot come back:
@@ -281,6 +301,7 @@ impl PacketLayer {
         self.stats.flushed_on_switch += flushed;
         self.stats.lost_on_switch += lost;
         self.stats.drained_on_switch += drained;
+        self.bound_port = None;
         drop(socket);
         (flushed, lost, drained)
     }
@@ -292,6 +313,7 @@ impl PacketLayer {
 
     fn close_socket(&mut self) {
         self.socket = None;
+        self.bound_port = None;
     }
 
     /// Set the port; an open socket is reopened on it (with the same switch guarantees).

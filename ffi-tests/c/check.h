@@ -1,0 +1,160 @@
+/*
+ * check.h: the small assertion helpers shared by the C test programs (api_errors, bad_backends,
+ * jump_table). Every check prints one line ("ok" or "FAIL"), failures are counted, and
+ * check_finish() prints the totals and gives the exit status. Define _POSIX_C_SOURCE 200809L
+ * before including this header (it uses clock_gettime and nanosleep).
+ */
+
+#ifndef PARSEC_NET_FFI_TESTS_CHECK_H
+#define PARSEC_NET_FFI_TESTS_CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "parsec_net.h"
+
+static int check_total;
+static int check_failed;
+
+static inline void check_record(int ok, const char *what, const char *detail)
+{
+    check_total++;
+    if (!ok) {
+        check_failed++;
+    }
+    printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what, detail[0] != '\0' ? ": " : "", detail);
+    fflush(stdout);
+}
+
+/* Whether `text` is a non-empty single line. */
+static inline int is_one_line(const char *text)
+{
+    return text != NULL && text[0] != '\0' && strchr(text, '\n') == NULL &&
+           strchr(text, '\r') == NULL;
+}
+
+/* Expect a call to have returned `want`. For an error code (< 0) NET_GetLastError() must also
+ * be a non-empty single line. -1 is never an error code, so it is never expected as one. */
+static inline void expect_code(const char *what, int32_t got, int32_t want)
+{
+    char detail[600];
+    int ok = got == want;
+
+    if (want < 0) {
+        const char *message = NET_GetLastError();
+        ok = ok && want != -1 && is_one_line(message);
+        snprintf(detail, sizeof detail, "returned %d (want %d), last error \"%s\"", (int)got,
+                 (int)want, message != NULL ? message : "(NULL)");
+    } else {
+        snprintf(detail, sizeof detail, "returned %d (want %d)", (int)got, (int)want);
+    }
+    check_record(ok, what, detail);
+}
+
+/* Expect an error code whose message (NET_GetLastError) contains `needle`. */
+static inline void expect_error_mentioning(const char *what, int32_t got, int32_t want,
+                                           const char *needle)
+{
+    char detail[700];
+    const char *message = NET_GetLastError();
+    int ok = got == want && want < -1 && is_one_line(message) && strstr(message, needle) != NULL;
+
+    snprintf(detail, sizeof detail, "returned %d (want %d), last error \"%s\" (want \"%s\" in it)",
+             (int)got, (int)want, message != NULL ? message : "(NULL)", needle);
+    check_record(ok, what, detail);
+}
+
+static inline void expect_true(const char *what, int condition, const char *detail)
+{
+    check_record(condition, what, detail != NULL ? detail : "");
+}
+
+/* Print the totals; the exit status of the program. */
+static inline int check_finish(const char *program)
+{
+    printf("%s: %d checks, %d failed\n", program, check_total, check_failed);
+    fflush(stdout);
+    return check_failed == 0 && check_total > 0 ? 0 : 1;
+}
+
+static inline long long check_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void check_sleep_ms(long ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+/* Send `len` bytes of `data` to this instance's own node. Returns 1 if the library took it;
+ * explains a failure in `why`. */
+static inline int send_to_self(const unsigned char *data, size_t len, char *why, size_t why_len)
+{
+    NET_Node me;
+    int32_t rc = NETs_LocalNode(&me);
+
+    if (rc != NET_OK) {
+        snprintf(why, why_len, "NETs_LocalNode returned %d: %s", (int)rc, NET_GetLastError());
+        return 0;
+    }
+    rc = NETs_SendDatagram(&me, data, len);
+    if (rc != NET_OK) {
+        snprintf(why, why_len, "NETs_SendDatagram returned %d: %s", (int)rc, NET_GetLastError());
+        return 0;
+    }
+    snprintf(why, why_len, "the library took the %zu-byte datagram", len);
+    return 1;
+}
+
+/* Run frames for up to `timeout_ms` until a datagram arrives; 1 if it holds exactly `data`.
+ * Explains the outcome in `why`. */
+static inline int receive_expected(const unsigned char *data, size_t len, long timeout_ms,
+                                   char *why, size_t why_len)
+{
+    NET_Node from;
+    unsigned char buf[2048];
+    long long deadline = check_now_ms() + timeout_ms;
+
+    while (check_now_ms() < deadline) {
+        int32_t rc;
+
+        NETs_MaintainNet();
+        rc = NETs_ReceiveDatagram(&from, buf, sizeof buf);
+        if (rc < 0) {
+            snprintf(why, why_len, "NETs_ReceiveDatagram returned %d: %s", (int)rc,
+                     NET_GetLastError());
+            return 0;
+        }
+        if (rc > 0) {
+            if ((size_t)rc == len && memcmp(buf, data, len) == 0) {
+                snprintf(why, why_len, "the %zu-byte datagram arrived", len);
+                return 1;
+            }
+            snprintf(why, why_len, "an unexpected %d-byte datagram arrived", (int)rc);
+            return 0;
+        }
+        check_sleep_ms(1);
+    }
+    snprintf(why, why_len, "nothing arrived within %ld ms", timeout_ms);
+    return 0;
+}
+
+/* Send `data` to ourselves and receive it back within `timeout_ms`. */
+static inline int self_echo(const unsigned char *data, size_t len, long timeout_ms, char *why,
+                            size_t why_len)
+{
+    return send_to_self(data, len, why, why_len) &&
+           receive_expected(data, len, timeout_ms, why, why_len);
+}
+
+#endif /* PARSEC_NET_FFI_TESTS_CHECK_H */

@@ -1,0 +1,70 @@
+//! The backends the harness builds: the real C backend `libparsec_backend_unixdgram.so` and the
+//! deliberately broken ones of `c/bad/`, plus a text file named like a library.
+
+use std::path::PathBuf;
+
+use crate::compile::shared_object;
+use crate::paths::paths;
+
+/// File name of the C backend, as the loader looks it up for `net.api unixdgram`.
+pub const UNIXDGRAM_FILE: &str = "libparsec_backend_unixdgram.so";
+
+/// Build the C backend into `<out>/backends/` (or `<out>/backends-asan/` with AddressSanitizer)
+/// and return its path. The directory holds nothing else, so it can be PARSEC_NET_BACKEND_PATH.
+pub fn unixdgram(asan: bool) -> PathBuf {
+    let dir = if asan { "backends-asan" } else { "backends" };
+    shared_object("c/backend_unixdgram.c", dir, UNIXDGRAM_FILE, asan)
+}
+
+/// One broken backend: the `KIND` `bad_backends.c` knows it by, and its path.
+#[derive(Clone, Debug)]
+pub struct BadBackend {
+    pub kind: &'static str,
+    pub path: PathBuf,
+}
+
+impl BadBackend {
+    /// The `KIND=PATH` argument of `bad_backends`.
+    pub fn arg(&self) -> String {
+        format!("{}={}", self.kind, self.path.display())
+    }
+}
+
+/// Build every broken backend into `<out>/bad/` (and write the fake library, and pick a path
+/// that does not exist). In the order `bad_backends` tries them.
+pub fn bad_backends() -> Vec<BadBackend> {
+    let dir = paths().out_subdir("bad");
+    let missing = dir.join("libparsec_backend_missing.so");
+    let _ = std::fs::remove_file(&missing);
+    let not_a_library = dir.join("libparsec_backend_notalib.so");
+    std::fs::write(
+        &not_a_library,
+        "This is a text file with a library's name, not a library.\n",
+    )
+    .unwrap_or_else(|e| panic!("writing {}: {e}", not_a_library.display()));
+    let built = |kind: &'static str, stem: &str| BadBackend {
+        kind,
+        path: shared_object(
+            &format!("c/bad/{stem}.c"),
+            "bad",
+            &format!("libparsec_backend_{stem}.so"),
+            false,
+        ),
+    };
+    vec![
+        BadBackend {
+            kind: "missing",
+            path: missing,
+        },
+        BadBackend {
+            kind: "notlib",
+            path: not_a_library,
+        },
+        built("noentry", "no_entry"),
+        built("nullentry", "entry_null"),
+        built("newer", "abi_newer"),
+        built("small", "vtable_small"),
+        built("nullsend", "null_send"),
+        built("openfails", "open_fails"),
+    ]
+}

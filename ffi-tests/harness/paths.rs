@@ -1,0 +1,125 @@
+//! Where things are: the cargo profile directory the tests were built into, the parsec-net
+//! libraries in it, the C headers and sources, and the harness's own output directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+/// Every location the harness uses.
+#[derive(Debug)]
+pub struct Paths {
+    /// `target/<profile>`.
+    pub profile_dir: PathBuf,
+    /// `libparsec_net.so` (the newest of `<profile>/` and `<profile>/deps/`).
+    pub shared_lib: PathBuf,
+    /// `libparsec_net.a` (the newest of `<profile>/` and `<profile>/deps/`).
+    pub static_lib: PathBuf,
+    /// The repository's `include/` (parsec_net.h, parsec_net_backend.h).
+    pub include_dir: PathBuf,
+    /// `ffi-tests/` (holds `c/` and `cpp/`).
+    pub source_dir: PathBuf,
+    /// `<target>/ffi-tests/<profile>/`: everything the harness builds.
+    pub out_dir: PathBuf,
+}
+
+impl Paths {
+    /// A source file of `ffi-tests/`, e.g. `c/exchange.c`.
+    pub fn source(&self, relative: &str) -> PathBuf {
+        self.source_dir.join(relative)
+    }
+
+    /// The directory holding `libparsec_net.so` (linked with `-L` and used as the rpath).
+    pub fn shared_lib_dir(&self) -> &Path {
+        self.shared_lib
+            .parent()
+            .expect("a library file has a directory")
+    }
+
+    /// A subdirectory of the output directory, created if needed.
+    pub fn out_subdir(&self, name: &str) -> PathBuf {
+        let dir = self.out_dir.join(name);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        dir
+    }
+}
+
+/// The locations, found once per process. Panics with instructions if the libraries are missing.
+pub fn paths() -> &'static Paths {
+    static PATHS: OnceLock<Paths> = OnceLock::new();
+    PATHS.get_or_init(find)
+}
+
+fn find() -> Paths {
+    let source_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let repo_dir = source_dir
+        .parent()
+        .expect("ffi-tests is inside the repository")
+        .to_path_buf();
+    let profile_dir = profile_dir(&repo_dir);
+    let target_dir = profile_dir.parent().unwrap_or(&profile_dir).to_path_buf();
+    let profile = profile_dir
+        .file_name()
+        .map_or("debug".into(), |n| n.to_string_lossy().into_owned());
+    let shared_lib = library(&profile_dir, "libparsec_net.so");
+    let static_lib = library(&profile_dir, "libparsec_net.a");
+    let out_dir = target_dir.join("ffi-tests").join(profile);
+    std::fs::create_dir_all(&out_dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", out_dir.display()));
+    Paths {
+        profile_dir,
+        shared_lib,
+        static_lib,
+        include_dir: repo_dir.join("include"),
+        source_dir,
+        out_dir,
+    }
+}
+
+/// `target/<profile>`: from the running executable (`target/<profile>/deps/<test>` or
+/// `target/<profile>/examples/<example>`), else from `CARGO_TARGET_DIR` (or `<repo>/target`) and
+/// the build's profile.
+fn profile_dir(repo_dir: &Path) -> PathBuf {
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            let name = dir.file_name().and_then(|n| n.to_str());
+            if matches!(name, Some("deps") | Some("examples")) {
+                if let Some(profile) = dir.parent() {
+                    return profile.to_path_buf();
+                }
+            }
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_dir.join("target"));
+    let target = if target.is_relative() {
+        repo_dir.join(target)
+    } else {
+        target
+    };
+    target.join(if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    })
+}
+
+/// The newest of `<profile>/<file>` and `<profile>/deps/<file>`.
+fn library(profile_dir: &Path, file: &str) -> PathBuf {
+    let candidates = [profile_dir.join(file), profile_dir.join("deps").join(file)];
+    let modified = |p: &PathBuf| -> Option<SystemTime> { p.metadata().ok()?.modified().ok() };
+    candidates
+        .iter()
+        .filter_map(|p| modified(p).map(|t| (t, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| {
+            panic!(
+                "{file} not found in {} or its deps/: build the library first with \
+                 `cargo build --workspace` (or run `cargo test -p parsec-net-ffi-tests`, which \
+                 builds it as a dev-dependency)",
+                profile_dir.display()
+            )
+        })
+}
