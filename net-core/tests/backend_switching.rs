@@ -173,6 +173,17 @@ fn oversize_and_empty_datagrams_are_refused_and_counted() {
     assert_eq!(a.input_errors().datagrams_refused, 2);
     let status = console(&mut a, "status");
     assert!(status.contains("oversize 1"), "{status}");
+    let port = a
+        .print_node(&to_a)
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.contains(&format!("open on port {port},")),
+        "bound port, not 0: {status}"
+    );
 }
 
 #[test]

@@ -164,7 +164,7 @@ fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResu
         let _ = writeln!(
             out,
             "socket: open on port {}, local node {local}",
-            sub.packets().port()
+            sub.packets().bound_port().unwrap_or(sub.packets().port())
         );
     } else {
         let _ = writeln!(
