@@ -7,10 +7,15 @@
 //! - [`packet_api`]: backend plugins (loader, validated vtables, the active socket and queues).
 
 pub mod console;
+pub mod demo;
 pub mod error;
 pub mod packet_api;
 pub mod protocol;
+pub mod rmev;
+pub mod session;
+pub mod sim;
 pub mod subsystem;
+pub mod wire;
 
 pub use error::{ErrorCode, NetError, NetResult};
 pub use parsec_backend_abi::NET_Node as Node;

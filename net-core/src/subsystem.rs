@@ -280,23 +280,23 @@ impl Subsystem {
     }
 
     pub fn connect(&mut self, _now: Instant) -> NetResult<()> {
-        protocol::unselected_call("connect")
+        Err(protocol::no_protocol_error("connect"))
     }
 
     pub fn disconnect(&mut self, _now: Instant) -> NetResult<()> {
-        protocol::unselected_call("disconnect")
+        Err(protocol::no_protocol_error("disconnect"))
     }
 
     pub fn join(&mut self, _now: Instant) -> NetResult<()> {
-        protocol::unselected_call("join")
+        Err(protocol::no_protocol_error("join"))
     }
 
     pub fn unjoin(&mut self, _flag: u8, _now: Instant) -> NetResult<()> {
-        protocol::unselected_call("unjoin")
+        Err(protocol::no_protocol_error("unjoin"))
     }
 
     pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
-        protocol::unselected_call("update name")
+        Err(protocol::no_protocol_error("update name"))
     }
 
     /// Once per frame: send what waits, receive, run timers.

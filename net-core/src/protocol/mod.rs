@@ -1,12 +1,22 @@
 //! The protocol layer: which game protocol is bound (peer-to-peer, slotserver, gameserver) and
-//! the calls every protocol answers (connect, disconnect, join, unjoin, update name, maintain).
+//! the interface every client protocol module implements.
 //!
-//! Until a protocol is selected with `net.subsys`, the "no protocol selected" module answers
-//! every call with a clear error.
+//! A protocol module is a sans-IO state machine: the driver (the `Subsystem`) passes `now`, feeds
+//! it game packets (`handle_datagram`), runs its timers (`handle_timeout` when `poll_timeout` has
+//! come), and sends what `poll_transmit` yields; events for the game come from `poll_event`.
+//! Until a protocol is selected with `net.subsys`, the "no protocol selected" answer is given.
 
+pub mod peer;
+
+use std::cmp::Ordering;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
 
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::rmev::PlayerName;
+use crate::session::{GameEvent, Session, SessionConfig};
+use crate::Node;
 
 /// The protocol modules that can be bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +72,60 @@ pub fn no_protocol_error(call: &str) -> NetError {
     )
 }
 
-/// The "no protocol selected" module.
-pub fn unselected_call(call: &str) -> NetResult<()> {
-    Err(no_protocol_error(call))
+/// The backend's total order of nodes, shared by the protocol machines.
+pub type NodeOrder = Arc<dyn Fn(&Node, &Node) -> Ordering + Send + Sync>;
+
+/// What a protocol needs to start connecting.
+#[derive(Clone)]
+pub struct ConnectParams {
+    /// Where to send connect requests: a known node (`connect HOST:PORT`), or None for broadcast.
+    pub target: Option<Node>,
+    /// The backend's broadcast node, if it has broadcast.
+    pub broadcast: Option<Node>,
+    /// This client's node as the others see it (towards the target or the broadcast).
+    pub local_node: Node,
+    pub name: PlayerName,
+    /// A random non-zero session token for this connection.
+    pub token: u32,
+    pub order: NodeOrder,
+    pub session: SessionConfig,
+}
+
+/// A client protocol module (sans-IO).
+pub trait ClientProtocol: Send {
+    fn kind(&self) -> ProtocolKind;
+
+    /// One line for `status`: what the protocol is doing ("in game, slot 2", "connecting (try 3 of 10)").
+    fn describe(&self) -> String;
+
+    /// The game session, once this client has a slot.
+    fn session(&self) -> Option<&Session>;
+    fn session_mut(&mut self) -> Option<&mut Session>;
+
+    /// Whether a connect is under way or done (a second `connect` is refused).
+    fn is_active(&self) -> bool;
+
+    /// Start connecting. Progress and the outcome arrive as events (Connected or Error).
+    fn connect(&mut self, now: Instant, params: ConnectParams) -> NetResult<()>;
+
+    /// Leave: tell the others, drop the session. Emits Disconnected.
+    fn disconnect(&mut self, now: Instant, reason: &str) -> NetResult<()>;
+
+    /// A game packet arrived from `from`.
+    fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]);
+
+    /// The time `poll_timeout` returned has come.
+    fn handle_timeout(&mut self, now: Instant);
+
+    /// The next datagram to send, written into `buf`: destination and length.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)>;
+
+    /// When `handle_timeout` should run next.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// The next event for the game.
+    fn poll_event(&mut self) -> Option<GameEvent>;
+
+    /// Counters for `status`, as `name value` pairs.
+    fn counters(&self) -> Vec<(&'static str, u64)>;
 }

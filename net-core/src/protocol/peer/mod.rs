@@ -1,0 +1,1360 @@
+//! The peer-to-peer protocol with its startup election (design section 2.3.1), as a sans-IO
+//! state machine.
+//!
+//! - **Connect loop**: broadcast (or send to one known node) a CONNECT every `connect_interval`,
+//!   `connect_tries` times. A CONNECT from a lower node makes this peer its temporary master: the
+//!   request is queued and the sender is told SUBDUE_SLAVE. A CONNECT from a higher node, or a
+//!   SUBDUE_SLAVE, makes this peer a slave.
+//! - **Slot-request loop**: a slave sends SLOT_REQUEST (carrying its whole queue, so no request
+//!   is lost) to its master every `slot_interval`, `slot_tries` times, until a CONNECT_REPLY
+//!   gives it a slot; then it enters the game. If the master stops answering, it gives up with an
+//!   error event.
+//! - **Temporary master**: a peer whose connect loop ends without yielding assigns slots to
+//!   itself and every queued request, sends each a CONNECT_REPLY with RE_PLAYERLIST, and enters
+//!   the game. After that all peers are equal.
+//! - **Game loop**: a CONNECT or SLOT_REQUEST is answered by the peer of rank r (its position in
+//!   the node order of the players, highest first) after r x `reply_wait`, unless it snoops
+//!   another peer's reply first (every reply is copied to all players). An assigned request is
+//!   kept, and its reply resent, until the newcomer's first game packet confirms it. A full game
+//!   answers CONNECT_REFUSED.
+//!
+//! Packets of the startup (CONNECT, SUBDUE_SLAVE, SLOT_REQUEST, CONNECT_REPLY, CONNECT_REFUSED,
+//! DISCONNECT) are single datagrams outside any link; game packets go through the `Session`.
+
+mod requests;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::protocol::{ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
+use crate::rmev::{ChatText, ConnectRequest, PlayerListEntry, RemoteEvent};
+use crate::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session};
+use crate::wire::{
+    decode_packet, encode_packet, DecodedPacket, PacketHeader, PacketType, WireEvent,
+};
+use crate::Node;
+pub use requests::{QueuedRequest, Reply, RequestQueue};
+
+/// How many times a game-loop peer lets a live higher-ranked player answer a request first.
+const MAX_DEFERRALS: u32 = 6;
+/// How many departed tokens a peer remembers.
+const MAX_DEPARTED: usize = 64;
+/// How many times a peer reconnects by itself after losing a slot conflict.
+const MAX_REJOINS: u32 = 3;
+
+/// Timings and limits of the peer-to-peer protocol (console variables `net.peer.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerTimings {
+    pub connect_tries: u32,
+    pub connect_interval: Duration,
+    pub slot_tries: u32,
+    pub slot_interval: Duration,
+    /// Wait per rank before a game-loop peer answers a connect request itself.
+    pub reply_wait: Duration,
+    /// Most players in one game.
+    pub max_players: u8,
+}
+
+impl Default for PeerTimings {
+    /// The defaults measured from Parsec's own source (SPEC section 6).
+    fn default() -> Self {
+        PeerTimings {
+            connect_tries: 10,
+            connect_interval: Duration::from_millis(330),
+            slot_tries: 20,
+            slot_interval: Duration::from_millis(670),
+            reply_wait: Duration::from_millis(170),
+            max_players: 4,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Connecting {
+        tries: u32,
+        next: Instant,
+    },
+    SlotRequest {
+        master: Node,
+        tries: u32,
+        next: Instant,
+    },
+    InGame,
+}
+
+/// Counters shown by `status` and checked by tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerStats {
+    pub connects_sent: u64,
+    pub subdues_sent: u64,
+    pub slot_requests_sent: u64,
+    pub replies_sent: u64,
+    pub snoop_copies_sent: u64,
+    pub refusals_sent: u64,
+    pub replies_snooped: u64,
+    pub requests_forwarded: u64,
+    pub slots_followed: u64,
+    pub replies_deferred: u64,
+    pub slot_conflicts: u64,
+    pub packets_ignored: u64,
+    pub packets_rejected: u64,
+    pub times_master: u64,
+}
+
+/// The peer-to-peer protocol module.
+pub struct PeerProtocol {
+    timings: PeerTimings,
+    phase: Phase,
+    params: Option<ConnectParams>,
+    /// This peer's node as the others see it (refined by the player list).
+    my_node: Node,
+    queue: RequestQueue,
+    session: Option<Session>,
+    out: VecDeque<(Node, Vec<u8>)>,
+    events: VecDeque<GameEvent>,
+    oob_sequence: u32,
+    scratch: Vec<WireEvent>,
+    decode_errors: BTreeMap<&'static str, u64>,
+    /// Tokens of players that left (disconnected, replaced, lost a slot conflict).
+    departed: VecDeque<u32>,
+    /// Players a list named for a slot that is taken here, until their own packets place them.
+    hearsay: Vec<PlayerListEntry>,
+    /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
+    /// giving up while this is non-zero).
+    rejoins_left: u32,
+    /// The time of the latest input (for decisions made while handling a packet).
+    last_now: Instant,
+    stats: PeerStats,
+}
+
+impl PeerProtocol {
+    pub fn new(timings: PeerTimings) -> PeerProtocol {
+        PeerProtocol {
+            timings,
+            phase: Phase::Idle,
+            params: None,
+            my_node: Node::default(),
+            queue: RequestQueue::default(),
+            session: None,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            oob_sequence: 0,
+            scratch: Vec::new(),
+            decode_errors: BTreeMap::new(),
+            departed: VecDeque::new(),
+            hearsay: Vec::new(),
+            rejoins_left: 0,
+            last_now: Instant::now(),
+            stats: PeerStats::default(),
+        }
+    }
+
+    pub fn timings(&self) -> &PeerTimings {
+        &self.timings
+    }
+
+    pub fn set_timings(&mut self, timings: PeerTimings) {
+        self.timings = timings;
+    }
+
+    pub fn stats(&self) -> &PeerStats {
+        &self.stats
+    }
+
+    pub fn queue(&self) -> &RequestQueue {
+        &self.queue
+    }
+
+    pub fn is_in_game(&self) -> bool {
+        self.phase == Phase::InGame
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.phase == Phase::Idle
+    }
+
+    /// Decode failures by reason.
+    pub fn decode_errors(&self) -> &BTreeMap<&'static str, u64> {
+        &self.decode_errors
+    }
+
+    fn order(&self) -> &NodeOrder {
+        &self.params.as_ref().expect("params while active").order
+    }
+
+    fn same_node(&self, a: &Node, b: &Node) -> bool {
+        (self.order())(a, b) == std::cmp::Ordering::Equal
+    }
+
+    fn my_token(&self) -> u32 {
+        self.params.as_ref().map_or(0, |p| p.token)
+    }
+
+    fn own_request(&self) -> ConnectRequest {
+        let params = self.params.as_ref().expect("params while active");
+        ConnectRequest {
+            token: params.token,
+            node: self.my_node,
+            name: params.name,
+        }
+    }
+
+    /// This peer's rank among the players: how many have a higher node.
+    fn rank(&self) -> u32 {
+        let Some(session) = &self.session else {
+            return 0;
+        };
+        let order = Arc::clone(self.order());
+        session
+            .players()
+            .iter()
+            .filter(|p| order(&p.node, &self.my_node) == std::cmp::Ordering::Greater)
+            .count() as u32
+    }
+
+    /// Players with a higher node than this peer's that were heard from within `window`: while
+    /// one of them is alive, it answers connect requests, not this peer.
+    fn live_higher_players(&self, now: Instant, window: Duration) -> Vec<Node> {
+        let Some(session) = &self.session else {
+            return Vec::new();
+        };
+        let order = Arc::clone(self.order());
+        session
+            .players()
+            .iter()
+            .filter(|p| order(&p.node, &self.my_node) == std::cmp::Ordering::Greater)
+            .filter(|p| now.saturating_duration_since(p.last_heard) < window)
+            .map(|p| p.node)
+            .collect()
+    }
+
+    /// Forward connect requests to the higher-ranked players (a request sent to one node, or
+    /// a broadcast one of them missed, still reaches the peer that should answer it).
+    fn forward_to_higher(&mut self, now: Instant, requests: Vec<ConnectRequest>) {
+        if requests.is_empty() {
+            return;
+        }
+        let window = self.deference_window();
+        for node in self.live_higher_players(now, window) {
+            self.send_oob(
+                node,
+                PacketType::SlotRequest,
+                vec![RemoteEvent::ConnectQueue(requests.clone())],
+            );
+            self.stats.requests_forwarded += 1;
+        }
+    }
+
+    /// How recently a higher-ranked player must have been heard from to be trusted to answer.
+    fn deference_window(&self) -> Duration {
+        let keepalive = self
+            .params
+            .as_ref()
+            .map_or(Duration::from_secs(1), |p| p.session.keepalive_interval);
+        keepalive * 2 + self.timings.reply_wait * 2
+    }
+
+    // ----- sending ---------------------------------------------------------------------------
+
+    /// Queue one out-of-band packet (a single datagram outside any link).
+    fn send_oob(&mut self, to: Node, kind: PacketType, events: Vec<RemoteEvent>) {
+        let Some(params) = &self.params else { return };
+        self.oob_sequence = self.oob_sequence.wrapping_add(1).max(1);
+        let header = PacketHeader {
+            kind,
+            sender_slot: self.session.as_ref().map(|s| s.my_slot()),
+            joined: false,
+            sequence: self.oob_sequence,
+            ack: None,
+            token: params.token,
+        };
+        let wire: Vec<WireEvent> = events
+            .into_iter()
+            .map(|event| WireEvent {
+                reliable_id: event.is_reliable().then_some(1),
+                event,
+            })
+            .collect();
+        let mut buf = vec![0u8; params.session.max_payload];
+        match encode_packet(&mut buf, &header, None, &wire) {
+            Ok(len) => {
+                buf.truncate(len);
+                self.out.push_back((to, buf));
+            }
+            Err(err) => log::error!("peer: cannot encode a {kind:?} packet: {err}"),
+        }
+    }
+
+    fn connect_target(&self) -> Option<Node> {
+        let params = self.params.as_ref()?;
+        params.target.or(params.broadcast)
+    }
+
+    /// The current player list (this peer included), as RE_PLAYERLIST entries.
+    fn player_list(&self) -> Vec<PlayerListEntry> {
+        let Some(session) = &self.session else {
+            return Vec::new();
+        };
+        let mut list = vec![PlayerListEntry {
+            slot: session.my_slot(),
+            joined: session.is_joined(),
+            token: session.my_token(),
+            node: self.my_node,
+            name: *session.my_name(),
+        }];
+        list.extend(session.players().iter().map(|p| PlayerListEntry {
+            slot: p.slot,
+            joined: p.joined,
+            token: p.token,
+            node: p.node,
+            name: p.name,
+        }));
+        list.sort_by_key(|e| e.slot);
+        list
+    }
+
+    /// Send a CONNECT_REPLY to a requester, and copies to every other player so they can snoop it.
+    fn send_reply(&mut self, requester: &QueuedRequest, copies: bool) {
+        let list = RemoteEvent::PlayerList(self.player_list());
+        self.send_oob(requester.node, PacketType::ConnectReply, vec![list.clone()]);
+        self.stats.replies_sent += 1;
+        if copies {
+            let others: Vec<Node> = self
+                .session
+                .iter()
+                .flat_map(|s| s.players().iter())
+                .filter(|p| p.token != requester.token)
+                .map(|p| p.node)
+                .collect();
+            for node in others {
+                self.send_oob(node, PacketType::ConnectReply, vec![list.clone()]);
+                self.stats.snoop_copies_sent += 1;
+            }
+        }
+    }
+
+    fn send_refusal(&mut self, requester: &QueuedRequest) {
+        let reason = format!(
+            "game full: the peer-to-peer protocol seats at most {} players",
+            self.timings.max_players
+        );
+        let events = vec![
+            RemoteEvent::ConnectQueue(vec![ConnectRequest {
+                token: requester.token,
+                node: requester.node,
+                name: requester.name,
+            }]),
+            RemoteEvent::SendText(ChatText::new(reason.as_bytes()).unwrap_or_default()),
+        ];
+        self.send_oob(requester.node, PacketType::ConnectRefused, events.clone());
+        self.stats.refusals_sent += 1;
+        let others: Vec<Node> = self
+            .session
+            .iter()
+            .flat_map(|s| s.players().iter())
+            .map(|p| p.node)
+            .collect();
+        for node in others {
+            self.send_oob(node, PacketType::ConnectRefused, events.clone());
+        }
+    }
+
+    // ----- receiving -------------------------------------------------------------------------
+
+    /// The connect requests a packet carries; the sender's own request gets the node it was
+    /// seen from.
+    fn requests_in(events: &[WireEvent], from: &Node, sender_token: u32) -> Vec<ConnectRequest> {
+        let mut out = Vec::new();
+        for wire in events {
+            if let RemoteEvent::ConnectQueue(requests) = &wire.event {
+                for r in requests {
+                    let node = if r.token == sender_token {
+                        *from
+                    } else {
+                        r.node
+                    };
+                    out.push(ConnectRequest {
+                        token: r.token,
+                        node,
+                        name: r.name,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn player_list_in(events: &[WireEvent]) -> Option<&Vec<PlayerListEntry>> {
+        events.iter().find_map(|w| match &w.event {
+            RemoteEvent::PlayerList(list) => Some(list),
+            _ => None,
+        })
+    }
+
+    fn refusal_text(events: &[WireEvent]) -> String {
+        events
+            .iter()
+            .find_map(|w| match &w.event {
+                RemoteEvent::SendText(text) => Some(text.to_string_lossy()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "connection refused".to_string())
+    }
+
+    fn handle_connecting(
+        &mut self,
+        now: Instant,
+        from: Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) {
+        let header = &packet.header;
+        match header.kind {
+            PacketType::Connect => {
+                if header.token == self.my_token() || self.same_node(&from, &self.my_node) {
+                    return; // our own broadcast came back
+                }
+                let requests = Self::requests_in(events, &from, header.token);
+                match (self.order())(&from, &self.my_node) {
+                    std::cmp::Ordering::Less => {
+                        // We outrank the sender: it is our slave; keep its request.
+                        for r in &requests {
+                            self.queue.merge(r, Reply::AtStartupEnd);
+                        }
+                        self.send_oob(from, PacketType::SubdueSlave, Vec::new());
+                        self.stats.subdues_sent += 1;
+                    }
+                    _ => self.become_slave(now, from),
+                }
+            }
+            PacketType::SubdueSlave => self.become_slave(now, from),
+            PacketType::SlotRequest => {
+                for r in Self::requests_in(events, &from, header.token) {
+                    self.queue.merge(&r, Reply::AtStartupEnd);
+                }
+            }
+            PacketType::ConnectReply => self.take_reply(now, from, packet, events),
+            PacketType::ConnectRefused => self.take_refusal(events),
+            _ => self.stats.packets_ignored += 1,
+        }
+    }
+
+    fn handle_slot_request(
+        &mut self,
+        now: Instant,
+        from: Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) {
+        match packet.header.kind {
+            PacketType::SlotRequest => {
+                for r in Self::requests_in(events, &from, packet.header.token) {
+                    if r.token != self.my_token() {
+                        self.queue.merge(&r, Reply::AtStartupEnd);
+                    }
+                }
+            }
+            PacketType::ConnectReply => self.take_reply(now, from, packet, events),
+            PacketType::ConnectRefused => self.take_refusal(events),
+            _ => self.stats.packets_ignored += 1,
+        }
+    }
+
+    fn become_slave(&mut self, now: Instant, master: Node) {
+        if matches!(self.phase, Phase::Connecting { .. }) {
+            log::debug!("peer: yielding to a higher node; requesting a slot");
+            self.phase = Phase::SlotRequest {
+                master,
+                tries: 0,
+                next: now,
+            };
+        }
+    }
+
+    /// A CONNECT_REPLY while starting: if it seats us, enter the game.
+    fn take_reply(
+        &mut self,
+        now: Instant,
+        from: Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) {
+        let Some(list) = Self::player_list_in(events) else {
+            self.stats.packets_rejected += 1;
+            return;
+        };
+        let my_token = self.my_token();
+        let Some(me) = list.iter().find(|e| e.token == my_token).copied() else {
+            self.stats.packets_ignored += 1;
+            return;
+        };
+        let params = self.params.clone().expect("params while active");
+        self.my_node = me.node;
+        let node_eq = node_eq_of(&params.order);
+        let mut session = Session::new_mesh(
+            params.session,
+            node_eq,
+            LocalPlayer {
+                slot: me.slot,
+                token: my_token,
+                name: params.name,
+            },
+            now,
+        );
+        for entry in list.iter().filter(|e| e.token != my_token) {
+            let node = if entry.token == packet.header.token {
+                from
+            } else {
+                entry.node
+            };
+            session.add_player(now, entry.slot, node, entry.token, entry.name, entry.joined);
+        }
+        self.session = Some(session);
+        self.phase = Phase::InGame;
+        self.events
+            .push_back(GameEvent::Connected { slot: me.slot });
+        log::info!("peer: connected in slot {}", me.slot);
+        // Requests we held that the list does not seat are ours to answer too, but the peers
+        // already in the game may be seating them right now: give their replies (snooped, or
+        // their player lists through the links) time to arrive first.
+        let seated: Vec<u32> = list.iter().map(|e| e.token).collect();
+        self.queue.retain(|e| !seated.contains(&e.token));
+        let due = now + self.deference_window() + self.timings.reply_wait * self.rank();
+        for entry in self.queue.iter_mut() {
+            entry.reply = Reply::At(due);
+        }
+    }
+
+    fn take_refusal(&mut self, events: &[WireEvent]) {
+        let my_token = self.my_token();
+        let for_us = events.iter().any(|w| {
+            matches!(&w.event, RemoteEvent::ConnectQueue(q) if q.iter().any(|r| r.token == my_token))
+        });
+        if !for_us {
+            self.stats.packets_ignored += 1;
+            return;
+        }
+        let text = Self::refusal_text(events);
+        if self.rejoins_left > 0 {
+            // Reconnecting after a slot conflict: the others may still list our old entry for a
+            // moment (and so look full). Try again a little later instead of giving up.
+            log::info!("peer: refused while reconnecting ({text}); trying again");
+            self.rejoins_left -= 1;
+            self.queue.clear();
+            self.phase = Phase::Connecting {
+                tries: 0,
+                next: self.last_now + self.timings.slot_interval,
+            };
+            return;
+        }
+        log::warn!("peer: connect refused: {text}");
+        self.reset();
+        self.events.push_back(GameEvent::Error {
+            text: format!("connect refused: {text}"),
+        });
+    }
+
+    fn handle_in_game(
+        &mut self,
+        now: Instant,
+        from: Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) {
+        let header = &packet.header;
+        match header.kind {
+            PacketType::Connect | PacketType::SlotRequest => {
+                let requests = Self::requests_in(events, &from, header.token);
+                let new = self.schedule_requests(now, header.token, &requests);
+                self.forward_to_higher(now, new);
+            }
+            PacketType::ConnectReply => self.snoop_reply(now, from, packet, events),
+            PacketType::ConnectRefused => {
+                let my_token = self.my_token();
+                let requests = Self::requests_in(events, &from, 0);
+                if requests.iter().any(|r| r.token == my_token) {
+                    let text = Self::refusal_text(events);
+                    self.rejoin(now, &text);
+                    return;
+                }
+                for r in requests {
+                    self.queue.remove(r.token);
+                }
+            }
+            PacketType::Disconnect => {
+                let slot = self.session.as_ref().and_then(|s| {
+                    s.players()
+                        .iter()
+                        .find(|p| p.token == header.token && Some(p.slot) == header.sender_slot)
+                        .map(|p| p.slot)
+                });
+                match slot {
+                    Some(slot) => {
+                        if let Some(session) = self.session.as_mut() {
+                            session.remove_player(slot, "left the game");
+                        }
+                        self.note_departed(header.token);
+                    }
+                    None => self.stats.packets_rejected += 1,
+                }
+            }
+            PacketType::GameState
+            | PacketType::NodeAlive
+            | PacketType::Join
+            | PacketType::Unjoin => {
+                let Some(session) = self.session.as_mut() else {
+                    return;
+                };
+                let mut result = session.handle_packet(now, &from, packet, events);
+                let retry = match result {
+                    Err(Rejection::WrongSlot) => {
+                        self.follow_claimed_slot(now, &from, &packet.header)
+                    }
+                    Err(Rejection::UnknownSender) => {
+                        self.seat_from_hearsay(now, &from, &packet.header)
+                    }
+                    _ => false,
+                };
+                if retry {
+                    let session = self.session.as_mut().expect("in game");
+                    result = session.handle_packet(now, &from, packet, events);
+                }
+                match result {
+                    Ok(()) => {
+                        // The newcomer talks to us: our reply arrived.
+                        self.queue.remove(header.token);
+                        self.take_protocol_events(now);
+                    }
+                    Err(_) => self.stats.packets_rejected += 1,
+                }
+            }
+            PacketType::SubdueSlave => self.stats.packets_ignored += 1,
+        }
+    }
+
+    /// Connect requests seen in the game loop: answer by rank. Returns the requests that were
+    /// new here.
+    fn schedule_requests(
+        &mut self,
+        now: Instant,
+        sender_token: u32,
+        requests: &[ConnectRequest],
+    ) -> Vec<ConnectRequest> {
+        let mut new = Vec::new();
+        if let Some(own) = requests.iter().find(|r| r.token == sender_token) {
+            self.forget_stale_player_at(now, &own.node, own.token);
+        }
+        let departed = self.departed.clone();
+        let requests: Vec<ConnectRequest> = requests
+            .iter()
+            .filter(|r| !departed.contains(&r.token))
+            .copied()
+            .collect();
+        let requests = &requests[..];
+        let due = now + self.timings.reply_wait * self.rank();
+        let my_token = self.my_token();
+        for r in requests.iter().filter(|r| r.token != my_token) {
+            let seated = self.session.as_ref().and_then(|s| {
+                s.players()
+                    .iter()
+                    .find(|p| p.token == r.token)
+                    .map(|p| p.slot)
+            });
+            match self.queue.get_mut(r.token) {
+                // We seated it and it asks again: our reply was lost, resend now.
+                Some(entry) if entry.assigned.is_some() => entry.reply = Reply::At(now),
+                Some(_) => {}
+                None => {
+                    self.queue.merge(r, Reply::At(due));
+                    if seated.is_none() {
+                        new.push(*r);
+                    }
+                    if let (Some(slot), Some(entry)) = (seated, self.queue.get_mut(r.token)) {
+                        // Seated by someone else and still asking: resend the reply by rank.
+                        entry.assigned = Some(slot);
+                        entry.replies_sent = 0;
+                    }
+                }
+            }
+        }
+        new
+    }
+
+    /// A known player's packet claims another slot than the one listed here (two peers seated it
+    /// at once, and it took the other reply): its own claim wins. Move it there if that slot is
+    /// free, or settle the conflict with the player holding it. Returns true if it was moved.
+    fn follow_claimed_slot(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
+        let Some(claimed) = header.sender_slot else {
+            return false;
+        };
+        let Some(session) = self.session.as_mut() else {
+            return false;
+        };
+        let Some(listed) = session.slot_of(from, header.token) else {
+            return false;
+        };
+        if claimed >= self.timings.max_players {
+            return false;
+        }
+        if session.move_player(listed, claimed) {
+            self.stats.slots_followed += 1;
+            return true;
+        }
+        let Some(player) = session.players().get(listed).cloned() else {
+            return false;
+        };
+        // Listed in the wrong slot here: take that entry out, then place its own claim.
+        session.remove_player(listed, "moved to another slot");
+        let claimant = PlayerListEntry {
+            slot: claimed,
+            joined: player.joined,
+            token: player.token,
+            node: *from,
+            name: player.name,
+        };
+        self.stats.slots_followed += 1;
+        self.place_confirmed_claimant(now, claimant)
+    }
+
+    /// A node asks to connect with a new token while a player with another token is listed at
+    /// that node and has gone silent: that player reconnected, and the old entry is stale.
+    fn forget_stale_player_at(&mut self, now: Instant, node: &Node, token: u32) {
+        let order = Arc::clone(self.order());
+        let silent_for = self.deference_window();
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let stale = session
+            .players()
+            .iter()
+            .find(|p| {
+                p.token != token
+                    && order(&p.node, node) == std::cmp::Ordering::Equal
+                    && now.saturating_duration_since(p.last_heard) >= silent_for
+            })
+            .map(|p| (p.slot, p.token));
+        if let Some((slot, old_token)) = stale {
+            session.remove_player(slot, "reconnected");
+            self.note_departed(old_token);
+        }
+    }
+
+    /// Remember a token that left, so late packets carrying it cannot seat it again.
+    fn note_departed(&mut self, token: u32) {
+        if self.departed.len() >= MAX_DEPARTED {
+            self.departed.pop_front();
+        }
+        self.departed.push_back(token);
+    }
+
+    /// Another peer answered a request: take the new player(s) from its list and stand down.
+    fn snoop_reply(
+        &mut self,
+        now: Instant,
+        from: Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) {
+        let Some(list) = Self::player_list_in(events) else {
+            self.stats.packets_rejected += 1;
+            return;
+        };
+        self.stats.replies_snooped += 1;
+        let list = list.clone();
+        self.merge_player_list(now, Some((packet.header.token, from)), &list);
+    }
+
+    /// Seat the players of a list (from a snooped reply, or sent reliably by the peer that seated
+    /// them) that this peer does not know yet, and stop answering their requests. The entry of
+    /// `sender` (token, node) is reached at the node its packet came from.
+    fn merge_player_list(
+        &mut self,
+        now: Instant,
+        sender: Option<(u32, Node)>,
+        list: &[PlayerListEntry],
+    ) {
+        let my_token = self.my_token();
+        let mut hearsay = Vec::new();
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        for entry in list.iter().filter(|e| e.token != my_token) {
+            if session.players().iter().any(|p| p.token == entry.token) {
+                continue;
+            }
+            let node = match sender {
+                Some((token, node)) if token == entry.token => node,
+                _ => entry.node,
+            };
+            if self.departed.contains(&entry.token) {
+                continue;
+            }
+            let taken =
+                entry.slot == session.my_slot() || session.players().get(entry.slot).is_some();
+            if taken {
+                // Hearsay cannot evict anyone: remember the entry until the player's own
+                // packets say where it sits.
+                hearsay.push(PlayerListEntry { node, ..*entry });
+            } else {
+                session.add_player(now, entry.slot, node, entry.token, entry.name, entry.joined);
+            }
+        }
+        // Requests someone else answered are not ours to answer any more.
+        self.queue
+            .retain(|e| e.assigned.is_some() || !list.iter().any(|l| l.token == e.token));
+        for entry in hearsay {
+            self.remember_hearsay(entry);
+        }
+    }
+
+    fn remember_hearsay(&mut self, entry: PlayerListEntry) {
+        self.hearsay.retain(|h| h.token != entry.token);
+        if self.hearsay.len() >= MAX_DEPARTED {
+            self.hearsay.remove(0);
+        }
+        self.hearsay.push(entry);
+    }
+
+    /// A packet from a node not in the table: if a player list told us about this player but
+    /// its slot was taken here, its own packet now claims a slot; seat it there if that slot is
+    /// free or held only by hearsay, or settle a real conflict. Returns true if it was seated.
+    fn seat_from_hearsay(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
+        let Some(claimed) = header.sender_slot else {
+            return false;
+        };
+        let Some(at) = self.hearsay.iter().position(|h| h.token == header.token) else {
+            return false;
+        };
+        let entry = self.hearsay.remove(at);
+        if claimed >= self.timings.max_players || self.departed.contains(&entry.token) {
+            return false;
+        }
+        let claimant = PlayerListEntry {
+            slot: claimed,
+            node: *from,
+            ..entry
+        };
+        self.place_confirmed_claimant(now, claimant)
+    }
+
+    /// Put a player whose own packet claims `claimant.slot` there: the slot is free, or held by
+    /// an unconfirmed entry (moved aside), or held by a confirmed player or this peer (a real
+    /// conflict, settled by token). Returns true if the claimant now sits in the slot.
+    fn place_confirmed_claimant(&mut self, now: Instant, claimant: PlayerListEntry) -> bool {
+        let Some(session) = self.session.as_mut() else {
+            return false;
+        };
+        let slot = claimant.slot;
+        let holder = if slot == session.my_slot() {
+            Some((session.my_token(), self.my_node, true))
+        } else {
+            session
+                .players()
+                .get(slot)
+                .map(|p| (p.token, p.node, p.confirmed))
+        };
+        match holder {
+            None => {}
+            Some((token, node, false)) => {
+                // Hearsay placed someone here; it will claim its own slot when it talks to us.
+                if let Some(p) = session.players().get(slot).cloned() {
+                    session.remove_player(slot, "moved to another slot");
+                    self.hearsay.push(PlayerListEntry {
+                        slot: p.slot,
+                        joined: p.joined,
+                        token,
+                        node,
+                        name: p.name,
+                    });
+                }
+            }
+            Some((token, node, true)) => {
+                self.resolve_slot_conflict(now, claimant, claimant.node, (token, node));
+                return self.session.as_ref().is_some_and(|s| {
+                    s.players()
+                        .get(slot)
+                        .is_some_and(|p| p.token == claimant.token)
+                });
+            }
+        }
+        let Some(session) = self.session.as_mut() else {
+            return false;
+        };
+        session.add_player(
+            now,
+            slot,
+            claimant.node,
+            claimant.token,
+            claimant.name,
+            claimant.joined,
+        );
+        true
+    }
+
+    /// Two players were seated in one slot (possible only when peers answering at the same
+    /// time lost each other's replies). Every peer applies the same rule: the lower token keeps
+    /// the slot; the other is told so and reconnects.
+    fn resolve_slot_conflict(
+        &mut self,
+        now: Instant,
+        claimant: PlayerListEntry,
+        claimant_node: Node,
+        holder: (u32, Node),
+    ) {
+        self.stats.slot_conflicts += 1;
+        let (holder_token, holder_node) = holder;
+        let my_token = self.my_token();
+        log::warn!(
+            "peer: slot {} claimed twice; the lower token keeps it",
+            claimant.slot
+        );
+        if claimant.token < holder_token {
+            if holder_token == my_token {
+                self.rejoin(
+                    now,
+                    "slot conflict: another player holds this slot; reconnecting",
+                );
+                return;
+            }
+            if let Some(session) = self.session.as_mut() {
+                session.remove_player(claimant.slot, "slot conflict");
+                session.add_player(
+                    now,
+                    claimant.slot,
+                    claimant_node,
+                    claimant.token,
+                    claimant.name,
+                    claimant.joined,
+                );
+            }
+            self.note_departed(holder_token);
+            self.send_conflict_notice(holder_token, holder_node);
+        } else {
+            self.note_departed(claimant.token);
+            self.send_conflict_notice(claimant.token, claimant_node);
+        }
+    }
+
+    fn send_conflict_notice(&mut self, token: u32, node: Node) {
+        let events = vec![
+            RemoteEvent::ConnectQueue(vec![ConnectRequest {
+                token,
+                node,
+                name: Default::default(),
+            }]),
+            RemoteEvent::SendText(
+                ChatText::new(b"slot conflict: another player holds this slot; reconnecting")
+                    .unwrap_or_default(),
+            ),
+        ];
+        self.send_oob(node, PacketType::ConnectRefused, events);
+    }
+
+    /// Leave the game and connect again (after losing a slot conflict).
+    fn rejoin(&mut self, now: Instant, reason: &str) {
+        let Some(mut params) = self.params.clone() else {
+            return;
+        };
+        let left = if self.rejoins_left == 0 {
+            MAX_REJOINS
+        } else {
+            self.rejoins_left - 1
+        };
+        let _ = self.disconnect(now, reason);
+        // A fresh token, derived so it differs from the old one.
+        params.token = params.token.rotate_left(13) ^ 0x9E37_79B9;
+        if params.token == 0 {
+            params.token = 1;
+        }
+        params.local_node = self.my_node;
+        if self.connect(now, params).is_ok() {
+            self.rejoins_left = left;
+        }
+    }
+
+    /// RE_PLAYERLIST events that arrived reliably through the game links.
+    fn take_protocol_events(&mut self, now: Instant) {
+        while let Some((slot, event)) = self.session.as_mut().and_then(Session::poll_protocol_event)
+        {
+            if let RemoteEvent::PlayerList(list) = event {
+                let sender = self
+                    .session
+                    .as_ref()
+                    .and_then(|s| s.players().get(slot).map(|p| (p.token, p.node)));
+                self.merge_player_list(now, sender, &list);
+            }
+        }
+    }
+
+    // ----- timers ----------------------------------------------------------------------------
+
+    fn become_master(&mut self, now: Instant) {
+        let params = self.params.clone().expect("params while active");
+        self.stats.times_master += 1;
+        let node_eq = node_eq_of(&params.order);
+        let mut session = Session::new_mesh(
+            params.session,
+            node_eq,
+            LocalPlayer {
+                slot: 0,
+                token: params.token,
+                name: params.name,
+            },
+            now,
+        );
+        let mut next_slot = 1u8;
+        let mut refused = Vec::new();
+        for entry in self.queue.iter_mut() {
+            if next_slot < self.timings.max_players {
+                session.add_player(now, next_slot, entry.node, entry.token, entry.name, false);
+                entry.assigned = Some(next_slot);
+                entry.reply = Reply::At(now);
+                next_slot += 1;
+            } else {
+                refused.push(entry.clone());
+            }
+        }
+        self.session = Some(session);
+        self.phase = Phase::InGame;
+        self.events.push_back(GameEvent::Connected { slot: 0 });
+        log::info!(
+            "peer: connected as temporary master in slot 0 with {} others",
+            next_slot - 1
+        );
+        for entry in refused {
+            self.queue.remove(entry.token);
+            self.send_refusal(&entry);
+        }
+        self.answer_due_requests(now);
+    }
+
+    /// Answer queued requests whose time has come: seat them (or refuse), or resend a reply.
+    fn answer_due_requests(&mut self, now: Instant) {
+        let due: Vec<QueuedRequest> = self
+            .queue
+            .iter()
+            .filter(|e| matches!(e.reply, Reply::At(t) if t <= now))
+            .cloned()
+            .collect();
+        for request in due {
+            if let Some(slot) = request.assigned {
+                if request.replies_sent >= self.timings.slot_tries {
+                    log::debug!(
+                        "peer: giving up on a newcomer in slot {slot} that never confirmed"
+                    );
+                    self.queue.remove(request.token);
+                    continue;
+                }
+                // A resend (or the first reply of a seat given at startup).
+                let copies = request.replies_sent == 0;
+                self.send_reply(&request, copies);
+            } else {
+                let alive_higher = self.live_higher_players(now, self.deference_window());
+                if !alive_higher.is_empty() && request.deferrals < MAX_DEFERRALS {
+                    // A higher-ranked player seems alive: it should answer. Make sure it knows
+                    // and look again shortly; if its reply is not snooped by then, it may have
+                    // died and this peer answers.
+                    let forwarded = ConnectRequest {
+                        token: request.token,
+                        node: request.node,
+                        name: request.name,
+                    };
+                    self.forward_to_higher(now, vec![forwarded]);
+                    self.stats.replies_deferred += 1;
+                    if let Some(entry) = self.queue.get_mut(request.token) {
+                        entry.deferrals += 1;
+                        entry.reply = Reply::At(now + self.timings.reply_wait * 2);
+                    }
+                    continue;
+                }
+                let Some(session) = self.session.as_mut() else {
+                    return;
+                };
+                let max = self.timings.max_players;
+                let taken =
+                    |slot: u8| slot == session.my_slot() || session.players().get(slot).is_some();
+                match (0..max).find(|&s| !taken(s)) {
+                    None => {
+                        self.queue.remove(request.token);
+                        self.send_refusal(&request);
+                        continue;
+                    }
+                    Some(slot) => {
+                        session.add_player(
+                            now,
+                            slot,
+                            request.node,
+                            request.token,
+                            request.name,
+                            false,
+                        );
+                        if let Some(entry) = self.queue.get_mut(request.token) {
+                            entry.assigned = Some(slot);
+                        }
+                        let seated = QueuedRequest {
+                            assigned: Some(slot),
+                            ..request.clone()
+                        };
+                        self.send_reply(&seated, true);
+                        // The copies are single datagrams; the list also goes reliably through
+                        // the links, so every player learns of the newcomer even if they are lost.
+                        let list = RemoteEvent::PlayerList(self.player_list());
+                        if let Some(session) = self.session.as_mut() {
+                            if let Err(err) = session.queue_event(list) {
+                                log::warn!("peer: cannot send the player list: {err}");
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(entry) = self.queue.get_mut(request.token) {
+                entry.replies_sent += 1;
+                entry.reply = Reply::At(now + self.timings.slot_interval);
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.phase = Phase::Idle;
+        self.session = None;
+        self.queue.clear();
+    }
+}
+
+/// Node equality from the node order.
+fn node_eq_of(order: &NodeOrder) -> NodeEq {
+    let order = Arc::clone(order);
+    Arc::new(move |a: &Node, b: &Node| order(a, b) == std::cmp::Ordering::Equal)
+}
+
+impl ClientProtocol for PeerProtocol {
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::Peer
+    }
+
+    fn describe(&self) -> String {
+        match self.phase {
+            Phase::Idle => "not connected".to_string(),
+            Phase::Connecting { tries, .. } => {
+                format!(
+                    "looking for other players (connect request {tries} of {})",
+                    self.timings.connect_tries
+                )
+            }
+            Phase::SlotRequest { tries, .. } => {
+                format!(
+                    "waiting for a slot from the temporary master (request {tries} of {})",
+                    self.timings.slot_tries
+                )
+            }
+            Phase::InGame => {
+                let session = self.session.as_ref().expect("session in game");
+                format!(
+                    "in game, slot {}, {} of {} players, {}",
+                    session.my_slot(),
+                    session.players().len() + 1,
+                    self.timings.max_players,
+                    if session.is_joined() {
+                        "joined"
+                    } else {
+                        "not joined"
+                    }
+                )
+            }
+        }
+    }
+
+    fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
+    fn is_active(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    fn connect(&mut self, now: Instant, params: ConnectParams) -> NetResult<()> {
+        if self.phase != Phase::Idle {
+            return Err(NetError::new(
+                ErrorCode::State,
+                "already connected or connecting (disconnect first)",
+            ));
+        }
+        if params.target.is_none() && params.broadcast.is_none() {
+            return Err(NetError::new(
+                ErrorCode::Unsupported,
+                "this backend has no broadcast: give the node of a player to connect to (connect HOST:PORT)",
+            ));
+        }
+        if params.token == 0 {
+            return Err(NetError::invalid("session token must not be 0"));
+        }
+        self.my_node = params.local_node;
+        self.params = Some(params);
+        self.queue.clear();
+        self.session = None;
+        self.phase = Phase::Connecting {
+            tries: 0,
+            next: now,
+        };
+        Ok(())
+    }
+
+    fn disconnect(&mut self, _now: Instant, reason: &str) -> NetResult<()> {
+        self.rejoins_left = 0;
+        if self.phase == Phase::Idle {
+            return Err(NetError::new(ErrorCode::NotConnected, "not connected"));
+        }
+        if self.phase == Phase::InGame {
+            let nodes: Vec<Node> = self
+                .session
+                .iter()
+                .flat_map(|s| s.players().iter())
+                .map(|p| p.node)
+                .collect();
+            // Twice: a lost DISCONNECT only costs the others the silence timeout.
+            for _ in 0..2 {
+                for node in &nodes {
+                    self.send_oob(*node, PacketType::Disconnect, Vec::new());
+                }
+            }
+        }
+        self.reset();
+        self.events.push_back(GameEvent::Disconnected {
+            reason: reason.to_string(),
+        });
+        Ok(())
+    }
+
+    fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
+        self.last_now = now;
+        if self.phase == Phase::Idle {
+            self.stats.packets_ignored += 1;
+            return;
+        }
+        let mut events = std::mem::take(&mut self.scratch);
+        match decode_packet(data, &mut events) {
+            Ok(packet) => match self.phase {
+                Phase::Idle => {}
+                Phase::Connecting { .. } => self.handle_connecting(now, from, &packet, &events),
+                Phase::SlotRequest { .. } => self.handle_slot_request(now, from, &packet, &events),
+                Phase::InGame => self.handle_in_game(now, from, &packet, &events),
+            },
+            Err(err) => {
+                log::debug!("peer: dropped a bad packet: {err}");
+                *self.decode_errors.entry(err.problem.label()).or_default() += 1;
+            }
+        }
+        self.scratch = events;
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Connecting { tries, next } if now >= next => {
+                if tries < self.timings.connect_tries {
+                    if let Some(target) = self.connect_target() {
+                        let queue = RemoteEvent::ConnectQueue(vec![self.own_request()]);
+                        self.send_oob(target, PacketType::Connect, vec![queue]);
+                        self.stats.connects_sent += 1;
+                    }
+                    self.phase = Phase::Connecting {
+                        tries: tries + 1,
+                        next: next + self.timings.connect_interval,
+                    };
+                } else {
+                    self.become_master(now);
+                }
+            }
+            Phase::SlotRequest {
+                master,
+                tries,
+                next,
+            } if now >= next => {
+                if tries < self.timings.slot_tries {
+                    let queue =
+                        RemoteEvent::ConnectQueue(self.queue.to_wire(Some(self.own_request())));
+                    self.send_oob(master, PacketType::SlotRequest, vec![queue]);
+                    self.stats.slot_requests_sent += 1;
+                    self.phase = Phase::SlotRequest {
+                        master,
+                        tries: tries + 1,
+                        next: next + self.timings.slot_interval,
+                    };
+                } else {
+                    log::warn!("peer: the temporary master stopped answering");
+                    self.reset();
+                    self.events.push_back(GameEvent::Error {
+                        text: format!(
+                            "no slot: the temporary master did not answer {} slot requests; connect again",
+                            self.timings.slot_tries
+                        ),
+                    });
+                }
+            }
+            Phase::InGame => {
+                self.answer_due_requests(now);
+                if let Some(session) = self.session.as_mut() {
+                    session.handle_timeout(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
+        if let Some((to, data)) = self.out.pop_front() {
+            let len = data.len().min(buf.len());
+            buf[..len].copy_from_slice(&data[..len]);
+            return Some((to, len));
+        }
+        self.session.as_mut()?.poll_transmit(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let phase = match self.phase {
+            Phase::Idle => None,
+            Phase::Connecting { next, .. } | Phase::SlotRequest { next, .. } => Some(next),
+            Phase::InGame => None,
+        };
+        let queue = self
+            .queue
+            .iter()
+            .filter_map(|e| match e.reply {
+                Reply::At(t) if self.phase == Phase::InGame => Some(t),
+                _ => None,
+            })
+            .min();
+        let session = self.session.as_ref().and_then(Session::poll_timeout);
+        [phase, queue, session].into_iter().flatten().min()
+    }
+
+    fn poll_event(&mut self) -> Option<GameEvent> {
+        self.events
+            .pop_front()
+            .or_else(|| self.session.as_mut()?.poll_event())
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        let mut out = vec![
+            ("connect requests sent", s.connects_sent),
+            ("subdue sent", s.subdues_sent),
+            ("slot requests sent", s.slot_requests_sent),
+            ("replies sent", s.replies_sent),
+            ("refusals sent", s.refusals_sent),
+            ("replies snooped", s.replies_snooped),
+            ("packets ignored", s.packets_ignored),
+            ("packets rejected", s.packets_rejected),
+        ];
+        out.extend(self.decode_errors.iter().map(|(k, v)| (*k, *v)));
+        out
+    }
+}

@@ -1,0 +1,347 @@
+//! Remote events and ship state: what the game creates (`NET_RmEv*`) and what other clients
+//! replicate. Plain values with fixed-capacity strings, so steady-state traffic needs no heap
+//! allocation. The wire encoding of these types is in `wire`; their validity rules are checked
+//! by the constructors here and again by the decoder.
+
+use std::fmt;
+
+use crate::Node;
+
+/// Most players any protocol seats (slots 0-15).
+pub const MAX_SLOTS: usize = 16;
+/// Longest player name in bytes.
+pub const MAX_NAME_LEN: usize = 31;
+/// Longest chat text in bytes.
+pub const MAX_TEXT_LEN: usize = 255;
+/// Largest custom event payload in bytes.
+pub const MAX_CUSTOM_DATA: usize = 256;
+/// Size of the opaque game area of a ship state.
+pub const GAME_AREA_LEN: usize = 32;
+/// Highest valid list id of RE_KILLOBJECT.
+pub const MAX_LIST_ID: u8 = 15;
+
+/// The sender's ship: sent with every packet while joined (unreliable, latest wins).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShipState {
+    pub pos: [f32; 3],
+    /// Orientation quaternion x, y, z, w.
+    pub orient: [f32; 4],
+    pub vel: [f32; 3],
+    pub game: [u8; GAME_AREA_LEN],
+}
+
+impl Default for ShipState {
+    fn default() -> Self {
+        ShipState {
+            pos: [0.0; 3],
+            orient: [0.0, 0.0, 0.0, 1.0],
+            vel: [0.0; 3],
+            game: [0; GAME_AREA_LEN],
+        }
+    }
+}
+
+impl ShipState {
+    /// All floats finite (what the decoder requires).
+    pub fn is_finite(&self) -> bool {
+        self.pos
+            .iter()
+            .chain(&self.orient)
+            .chain(&self.vel)
+            .all(|f| f.is_finite())
+    }
+}
+
+/// Why a string is not acceptable as a name or text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextError {
+    TooLong { len: usize, max: usize },
+    ContainsNul,
+}
+
+impl fmt::Display for TextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TextError::TooLong { len, max } => write!(f, "{len} bytes is longer than {max}"),
+            TextError::ContainsNul => f.write_str("contains a NUL byte"),
+        }
+    }
+}
+
+/// A byte string of at most `N` bytes (N <= 255) with no NUL byte, stored inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ShortText<const N: usize> {
+    len: u8,
+    bytes: [u8; N],
+}
+
+/// A player name (at most 31 bytes).
+pub type PlayerName = ShortText<MAX_NAME_LEN>;
+/// A chat line (at most 255 bytes).
+pub type ChatText = ShortText<MAX_TEXT_LEN>;
+
+impl<const N: usize> ShortText<N> {
+    pub fn new(bytes: &[u8]) -> Result<Self, TextError> {
+        if bytes.len() > N {
+            return Err(TextError::TooLong {
+                len: bytes.len(),
+                max: N,
+            });
+        }
+        if bytes.contains(&0) {
+            return Err(TextError::ContainsNul);
+        }
+        let mut out = ShortText {
+            len: bytes.len() as u8,
+            bytes: [0; N],
+        };
+        out.bytes[..bytes.len()].copy_from_slice(bytes);
+        Ok(out)
+    }
+
+    pub fn empty() -> Self {
+        ShortText {
+            len: 0,
+            bytes: [0; N],
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Lossy UTF-8 view for display.
+    pub fn to_string_lossy(&self) -> String {
+        String::from_utf8_lossy(self.as_bytes()).into_owned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<const N: usize> fmt::Debug for ShortText<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string_lossy())
+    }
+}
+
+impl<const N: usize> fmt::Display for ShortText<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+impl<const N: usize> Default for ShortText<N> {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+/// Custom game-defined payload (at most 256 bytes), stored inline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CustomData {
+    len: u16,
+    bytes: [u8; MAX_CUSTOM_DATA],
+}
+
+impl CustomData {
+    pub fn new(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() > MAX_CUSTOM_DATA {
+            return None;
+        }
+        let mut out = CustomData {
+            len: bytes.len() as u16,
+            bytes: [0; MAX_CUSTOM_DATA],
+        };
+        out.bytes[..bytes.len()].copy_from_slice(bytes);
+        Some(out)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl fmt::Debug for CustomData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CustomData({} bytes)", self.len)
+    }
+}
+
+/// One seat in the game as the peer-to-peer startup and slotserver distribute it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayerListEntry {
+    pub slot: u8,
+    pub joined: bool,
+    /// The player's session token (non-zero).
+    pub token: u32,
+    pub node: Node,
+    pub name: PlayerName,
+}
+
+/// A connect request a starting peer queued and forwards when it yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectRequest {
+    pub token: u32,
+    pub node: Node,
+    pub name: PlayerName,
+}
+
+/// Up to 16 entries (RE_PLAYERLIST, RE_CONNECTQUEUE bodies).
+pub type EntryList<T> = Vec<T>;
+
+/// Event type numbers on the wire (see docs/wire-format.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum EventType {
+    CreateObject = 1,
+    CreateLaser = 2,
+    CreateMissile = 3,
+    CreateExtra = 4,
+    KillObject = 5,
+    SendText = 6,
+    PlayerName = 7,
+    ParticleObject = 8,
+    PlayerList = 9,
+    ConnectQueue = 10,
+    Custom = 11,
+    PlayerStatus = 12,
+}
+
+impl EventType {
+    pub fn from_u8(v: u8) -> Option<EventType> {
+        Some(match v {
+            1 => EventType::CreateObject,
+            2 => EventType::CreateLaser,
+            3 => EventType::CreateMissile,
+            4 => EventType::CreateExtra,
+            5 => EventType::KillObject,
+            6 => EventType::SendText,
+            7 => EventType::PlayerName,
+            8 => EventType::ParticleObject,
+            9 => EventType::PlayerList,
+            10 => EventType::ConnectQueue,
+            11 => EventType::Custom,
+            12 => EventType::PlayerStatus,
+            _ => return None,
+        })
+    }
+}
+
+/// A remote event of the design (RE_*), plus RE_CUSTOM.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RemoteEvent {
+    CreateObject {
+        object_id: u32,
+        class: u16,
+        pos: [f32; 3],
+        orient: [f32; 4],
+        flags: u32,
+    },
+    CreateLaser {
+        object_id: u32,
+        class: u16,
+        pos: [f32; 3],
+        dir: [f32; 3],
+    },
+    CreateMissile {
+        object_id: u32,
+        class: u16,
+        pos: [f32; 3],
+        dir: [f32; 3],
+        target_id: u32,
+    },
+    CreateExtra {
+        object_id: u32,
+        extra_index: u16,
+        pos: [f32; 3],
+    },
+    KillObject {
+        object_id: u32,
+        list_id: u8,
+    },
+    SendText(ChatText),
+    PlayerName(PlayerName),
+    ParticleObject {
+        particle_type: u16,
+        origin: [f32; 3],
+    },
+    PlayerList(EntryList<PlayerListEntry>),
+    ConnectQueue(EntryList<ConnectRequest>),
+    Custom {
+        custom_type: u16,
+        data: CustomData,
+        reliable: bool,
+    },
+    /// The sender joined (`joined`) or unjoined the game; `flag` is the game's unjoin reason
+    /// (`NETs_Unjoin(flag)`). Sent reliably so joins and unjoins stay in order with the rest.
+    PlayerStatus {
+        joined: bool,
+        flag: u8,
+    },
+}
+
+impl RemoteEvent {
+    pub fn event_type(&self) -> EventType {
+        match self {
+            RemoteEvent::CreateObject { .. } => EventType::CreateObject,
+            RemoteEvent::CreateLaser { .. } => EventType::CreateLaser,
+            RemoteEvent::CreateMissile { .. } => EventType::CreateMissile,
+            RemoteEvent::CreateExtra { .. } => EventType::CreateExtra,
+            RemoteEvent::KillObject { .. } => EventType::KillObject,
+            RemoteEvent::SendText(_) => EventType::SendText,
+            RemoteEvent::PlayerName(_) => EventType::PlayerName,
+            RemoteEvent::ParticleObject { .. } => EventType::ParticleObject,
+            RemoteEvent::PlayerList(_) => EventType::PlayerList,
+            RemoteEvent::ConnectQueue(_) => EventType::ConnectQueue,
+            RemoteEvent::Custom { .. } => EventType::Custom,
+            RemoteEvent::PlayerStatus { .. } => EventType::PlayerStatus,
+        }
+    }
+
+    /// Whether the event must not be lost (retransmitted until acknowledged).
+    pub fn is_reliable(&self) -> bool {
+        match self {
+            RemoteEvent::Custom { reliable, .. } => *reliable,
+            _ => true,
+        }
+    }
+
+    /// Time-critical events get the object's current position just before they are sent, and a
+    /// gameserver forwards them before everything else.
+    pub fn is_time_critical(&self) -> bool {
+        matches!(
+            self,
+            RemoteEvent::CreateLaser { .. }
+                | RemoteEvent::CreateMissile { .. }
+                | RemoteEvent::CreateObject { .. }
+        )
+    }
+
+    /// The object this event is about, if any (for NET_FetchOwner and position refresh).
+    pub fn object_id(&self) -> Option<u32> {
+        match self {
+            RemoteEvent::CreateObject { object_id, .. }
+            | RemoteEvent::CreateLaser { object_id, .. }
+            | RemoteEvent::CreateMissile { object_id, .. }
+            | RemoteEvent::CreateExtra { object_id, .. }
+            | RemoteEvent::KillObject { object_id, .. } => Some(*object_id),
+            _ => None,
+        }
+    }
+
+    /// Replace the position of a time-critical event (position refresh before sending).
+    pub fn set_position(&mut self, new_pos: [f32; 3]) {
+        match self {
+            RemoteEvent::CreateObject { pos, .. }
+            | RemoteEvent::CreateLaser { pos, .. }
+            | RemoteEvent::CreateMissile { pos, .. } => *pos = new_pos,
+            _ => {}
+        }
+    }
+}

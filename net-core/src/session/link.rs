@@ -1,0 +1,565 @@
+//! A link: what one endpoint keeps about one remote node. Packet sequence numbers and
+//! acknowledgements (sequence, ack, 32 ack bits), the reliable event stream in both directions
+//! (retransmitted until acknowledged, delivered exactly once and in order), and RTT and loss
+//! measured from acknowledgements. Sans-IO: time is passed in, bytes go in and out as slices.
+//!
+//! Methods come in the usual sans-IO kinds: getters; `queue_event` (what the game asks);
+//! `write_packet` (what goes out, when the owner decides a packet is due); `handle_packet`
+//! (what arrived, after the codec validated it). A link never sends by itself; its owner asks
+//! `wants_to_send` to know whether reliable data or an acknowledgement is waiting.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::rmev::{RemoteEvent, ShipState};
+use crate::wire::{Ack, EncodeError, PacketHeader, PacketType, PacketWriter, WireEvent};
+
+/// Tunables of a link.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkConfig {
+    /// Retransmission timeout before the first RTT sample.
+    pub initial_rto: Duration,
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+    /// Most reliable events sent and not yet acknowledged; newer ones wait (not lost).
+    pub max_in_flight: usize,
+    /// Most events waiting to be sent for the first time; beyond this `queue_event` refuses.
+    pub max_queued: usize,
+    /// Most out-of-order reliable events held while an earlier one is missing.
+    pub max_reorder: u32,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            initial_rto: Duration::from_millis(200),
+            min_rto: Duration::from_millis(40),
+            max_rto: Duration::from_millis(1500),
+            max_in_flight: 1024,
+            max_queued: 65_536,
+            max_reorder: 8192,
+        }
+    }
+}
+
+/// Sequence numbers of sent packets remembered for acknowledgement.
+const SENT_WINDOW: usize = 1024;
+/// Received sequence numbers covered by the ack bits.
+const ACK_BITS: u32 = 32;
+/// Loss is measured over this many resolved packets (acked or given up on).
+const LOSS_WINDOW: u32 = 256;
+
+/// The header fields of an outgoing packet that the link's owner decides (the link adds the
+/// sequence and acknowledgement fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketMeta {
+    pub kind: PacketType,
+    pub sender_slot: Option<u8>,
+    pub joined: bool,
+    pub token: u32,
+}
+
+/// What `handle_packet` did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketVerdict {
+    /// New packet: acks processed, events delivered.
+    Accepted,
+    /// Already received this sequence number: ignored entirely.
+    Duplicate,
+    /// Too old to tell whether it was received: ignored entirely.
+    Stale,
+}
+
+/// Something a packet delivered to the owner.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delivery {
+    /// The remote's newest ship state (older states are dropped, never delivered).
+    State(ShipState),
+    /// An event, exactly once and in order for reliable ones.
+    Event(RemoteEvent),
+}
+
+/// Counters shown by `status` and checked by tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    pub duplicate_packets: u64,
+    pub stale_packets: u64,
+    pub reliable_sent: u64,
+    pub retransmissions: u64,
+    pub reliable_acked: u64,
+    pub reliable_delivered: u64,
+    pub duplicate_events: u64,
+    pub reorder_overflow: u64,
+    pub outdated_states: u64,
+    pub unreliable_delivered: u64,
+    pub packets_acked: u64,
+    pub packets_lost: u64,
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    id: u32,
+    event: RemoteEvent,
+    last_sent: Option<Instant>,
+    acked: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SentPacket {
+    sequence: u32,
+    sent_at: Option<Instant>,
+    /// The reliable ids this packet carried (retransmissions interleave, so each is listed).
+    reliable_ids: Vec<u32>,
+    acked: bool,
+}
+
+/// Smoothed round-trip time (RFC 6298 style) giving the retransmission timeout.
+#[derive(Clone, Copy, Debug)]
+struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    latest: Option<Duration>,
+}
+
+impl RttEstimator {
+    fn sample(&mut self, rtt: Duration) {
+        self.latest = Some(rtt);
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                let delta = srtt.abs_diff(rtt);
+                self.rttvar = (self.rttvar * 3 + delta) / 4;
+                self.srtt = Some((srtt * 7 + rtt) / 8);
+            }
+        }
+    }
+
+    fn rto(&self, config: &LinkConfig) -> Duration {
+        match self.srtt {
+            None => config.initial_rto,
+            Some(srtt) => (srtt + self.rttvar * 4).clamp(config.min_rto, config.max_rto),
+        }
+    }
+}
+
+/// One remote node's reliable channel.
+pub struct Link {
+    config: LinkConfig,
+    // --- outgoing ---
+    next_sequence: u32,
+    sent: VecDeque<SentPacket>,
+    next_reliable_id: u32,
+    /// Events waiting for their first transmission, in creation order.
+    queued: VecDeque<RemoteEvent>,
+    /// Reliable events sent and not yet acknowledged, by id.
+    in_flight: VecDeque<InFlight>,
+    // --- incoming ---
+    latest_received: Option<u32>,
+    received_bits: u32,
+    next_expected_id: u32,
+    reorder: BTreeMap<u32, RemoteEvent>,
+    latest_state_sequence: Option<u32>,
+    ack_owed: bool,
+    // --- measurement ---
+    rtt: RttEstimator,
+    loss_acked: u32,
+    loss_lost: u32,
+    stats: LinkStats,
+}
+
+impl Link {
+    pub fn new(config: LinkConfig) -> Link {
+        Link {
+            config,
+            next_sequence: 1,
+            sent: VecDeque::with_capacity(SENT_WINDOW),
+            next_reliable_id: 1,
+            queued: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            latest_received: None,
+            received_bits: 0,
+            next_expected_id: 1,
+            reorder: BTreeMap::new(),
+            latest_state_sequence: None,
+            ack_owed: false,
+            rtt: RttEstimator {
+                srtt: None,
+                rttvar: Duration::ZERO,
+                latest: None,
+            },
+            loss_acked: 0,
+            loss_lost: 0,
+            stats: LinkStats::default(),
+        }
+    }
+
+    // ----- getters ---------------------------------------------------------------------------
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Smoothed round-trip time, once measured.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt.srtt
+    }
+
+    /// The current retransmission timeout.
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto(&self.config)
+    }
+
+    /// Fraction of sent packets that were not acknowledged, over the recent window (0.0-1.0).
+    pub fn loss(&self) -> f64 {
+        let total = self.loss_acked + self.loss_lost;
+        if total == 0 {
+            0.0
+        } else {
+            f64::from(self.loss_lost) / f64::from(total)
+        }
+    }
+
+    /// Reliable events not yet acknowledged plus events not yet sent.
+    pub fn unacknowledged(&self) -> usize {
+        self.in_flight.iter().filter(|f| !f.acked).count() + self.queued.len()
+    }
+
+    /// Whether something should be sent soon: an acknowledgement is owed, or events wait for
+    /// their first transmission, or a retransmission is due at `now`.
+    pub fn wants_to_send(&self, now: Instant) -> bool {
+        self.ack_owed
+            || self.has_new_events()
+            || self.next_retransmit(now).is_some_and(|t| t <= now)
+    }
+
+    /// Whether events wait for their first transmission (and the in-flight window has room for
+    /// reliable ones).
+    pub fn has_new_events(&self) -> bool {
+        match self.queued.front() {
+            None => false,
+            Some(ev) if ev.is_reliable() => self.in_flight.len() < self.config.max_in_flight,
+            Some(_) => true,
+        }
+    }
+
+    /// When the earliest retransmission becomes due, if any event is in flight.
+    pub fn next_retransmit(&self, _now: Instant) -> Option<Instant> {
+        let rto = self.rto();
+        self.in_flight
+            .iter()
+            .filter(|f| !f.acked)
+            .filter_map(|f| f.last_sent.map(|t| t + rto))
+            .min()
+    }
+
+    // ----- what the game asks -------------------------------------------------------------
+
+    /// Queue an event for this link; sent with the next packets, in order.
+    /// Returns false (and keeps nothing) if the queue is full.
+    pub fn queue_event(&mut self, event: RemoteEvent) -> bool {
+        if self.queued.len() >= self.config.max_queued {
+            return false;
+        }
+        self.queued.push_back(event);
+        true
+    }
+
+    /// Events waiting for their first transmission (position refresh edits them in place).
+    pub fn queued_events_mut(&mut self) -> impl Iterator<Item = &mut RemoteEvent> {
+        self.queued.iter_mut()
+    }
+
+    // ----- what goes out -------------------------------------------------------------------
+
+    /// Write one packet into `buf`: header (next sequence, current acks), the state if given,
+    /// then due retransmissions, then new events in creation order, as many as fit. Returns the
+    /// packet length. Unreliable events that do not fit stay queued for the next packet.
+    pub fn write_packet(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        meta: PacketMeta,
+        state: Option<&ShipState>,
+    ) -> Result<usize, EncodeError> {
+        let sequence = self.next_sequence;
+        let PacketMeta {
+            kind,
+            sender_slot,
+            joined,
+            token,
+        } = meta;
+        let header = PacketHeader {
+            kind,
+            sender_slot,
+            joined,
+            sequence,
+            ack: self.latest_received.map(|latest| Ack {
+                latest,
+                bits: self.received_bits,
+            }),
+            token,
+        };
+        let mut writer = PacketWriter::new(buf, &header, state)?;
+        let mut carried = Vec::new();
+        let rto = self.rto();
+        // Retransmissions first: they are older than anything new.
+        for flight in self.in_flight.iter_mut().filter(|f| !f.acked) {
+            let due = flight
+                .last_sent
+                .is_none_or(|t| now.saturating_duration_since(t) >= rto);
+            if !due {
+                continue;
+            }
+            let wire = WireEvent {
+                reliable_id: Some(flight.id),
+                event: flight.event.clone(),
+            };
+            if !writer.push(&wire)? {
+                break;
+            }
+            if flight.last_sent.is_some() {
+                self.stats.retransmissions += 1;
+            }
+            flight.last_sent = Some(now);
+            carried.push(flight.id);
+        }
+        // New events in creation order.
+        while let Some(event) = self.queued.front() {
+            let reliable = event.is_reliable();
+            if reliable && self.in_flight.len() >= self.config.max_in_flight {
+                break;
+            }
+            let id = reliable.then_some(self.next_reliable_id);
+            let wire = WireEvent {
+                reliable_id: id,
+                event: event.clone(),
+            };
+            if !writer.push(&wire)? {
+                break;
+            }
+            let event = self.queued.pop_front().expect("front exists");
+            if let Some(id) = id {
+                self.next_reliable_id = self.next_reliable_id.wrapping_add(1).max(1);
+                self.in_flight.push_back(InFlight {
+                    id,
+                    event,
+                    last_sent: Some(now),
+                    acked: false,
+                });
+                self.stats.reliable_sent += 1;
+                carried.push(id);
+            }
+        }
+        let len = writer.finish();
+        self.next_sequence = self.next_sequence.wrapping_add(1).max(1);
+        self.record_sent(SentPacket {
+            sequence,
+            sent_at: Some(now),
+            reliable_ids: carried,
+            acked: false,
+        });
+        self.ack_owed = false;
+        self.stats.packets_sent += 1;
+        Ok(len)
+    }
+
+    fn record_sent(&mut self, packet: SentPacket) {
+        if self.sent.len() == SENT_WINDOW {
+            if let Some(old) = self.sent.pop_front() {
+                if !old.acked {
+                    self.count_lost();
+                }
+            }
+        }
+        self.sent.push_back(packet);
+    }
+
+    // ----- what arrives ----------------------------------------------------------------------
+
+    /// Take a validated packet from the remote: process its acknowledgements, its state and its
+    /// events. Deliveries are pushed to `out` in order.
+    pub fn handle_packet(
+        &mut self,
+        now: Instant,
+        header: &PacketHeader,
+        state: Option<&ShipState>,
+        events: &[WireEvent],
+        out: &mut impl FnMut(Delivery),
+    ) -> PacketVerdict {
+        let sequence = header.sequence;
+        match self.latest_received {
+            Some(latest) if sequence == latest => {
+                self.stats.duplicate_packets += 1;
+                return PacketVerdict::Duplicate;
+            }
+            Some(latest) if seq_before(sequence, latest) => {
+                let behind = latest.wrapping_sub(sequence);
+                if behind > ACK_BITS {
+                    self.stats.stale_packets += 1;
+                    return PacketVerdict::Stale;
+                }
+                let bit = 1u32 << (behind - 1);
+                if self.received_bits & bit != 0 {
+                    self.stats.duplicate_packets += 1;
+                    return PacketVerdict::Duplicate;
+                }
+                self.received_bits |= bit;
+            }
+            Some(latest) => {
+                let ahead = sequence.wrapping_sub(latest);
+                self.received_bits = if ahead > ACK_BITS {
+                    0
+                } else {
+                    (self.received_bits << 1 | 1) << (ahead - 1)
+                };
+                self.latest_received = Some(sequence);
+            }
+            None => {
+                self.latest_received = Some(sequence);
+                self.received_bits = 0;
+            }
+        }
+        self.stats.packets_received += 1;
+        if let Some(ack) = header.ack {
+            self.process_ack(now, ack);
+        }
+        if let Some(state) = state {
+            let newer = self
+                .latest_state_sequence
+                .is_none_or(|s| seq_before(s, sequence));
+            if newer {
+                self.latest_state_sequence = Some(sequence);
+                out(Delivery::State(*state));
+            } else {
+                self.stats.outdated_states += 1;
+            }
+        }
+        for wire in events {
+            match wire.reliable_id {
+                None => {
+                    self.stats.unreliable_delivered += 1;
+                    out(Delivery::Event(wire.event.clone()));
+                }
+                Some(id) => {
+                    self.ack_owed = true;
+                    self.receive_reliable(id, &wire.event, out);
+                }
+            }
+        }
+        PacketVerdict::Accepted
+    }
+
+    fn receive_reliable(&mut self, id: u32, event: &RemoteEvent, out: &mut impl FnMut(Delivery)) {
+        if seq_before(id, self.next_expected_id) || self.reorder.contains_key(&id) {
+            self.stats.duplicate_events += 1;
+            return;
+        }
+        if id != self.next_expected_id {
+            if id.wrapping_sub(self.next_expected_id) > self.config.max_reorder {
+                // Too far ahead to hold: the sender will retransmit it later.
+                self.stats.reorder_overflow += 1;
+                return;
+            }
+            self.reorder.insert(id, event.clone());
+            return;
+        }
+        self.deliver_reliable(event.clone(), out);
+        while let Some(next) = self.reorder.remove(&self.next_expected_id) {
+            self.deliver_reliable(next, out);
+        }
+    }
+
+    fn deliver_reliable(&mut self, event: RemoteEvent, out: &mut impl FnMut(Delivery)) {
+        self.next_expected_id = self.next_expected_id.wrapping_add(1).max(1);
+        self.stats.reliable_delivered += 1;
+        out(Delivery::Event(event));
+    }
+
+    fn process_ack(&mut self, now: Instant, ack: Ack) {
+        let mut newest_rtt = None;
+        let mut acked_ids = Vec::new();
+        for packet in self.sent.iter_mut().filter(|p| !p.acked) {
+            let seq = packet.sequence;
+            let acked = seq == ack.latest
+                || (seq_before(seq, ack.latest) && {
+                    let behind = ack.latest.wrapping_sub(seq);
+                    behind <= ACK_BITS && ack.bits & (1 << (behind - 1)) != 0
+                });
+            if !acked {
+                continue;
+            }
+            packet.acked = true;
+            acked_ids.append(&mut packet.reliable_ids);
+            if seq == ack.latest {
+                newest_rtt = packet.sent_at.map(|t| now.saturating_duration_since(t));
+            }
+        }
+        if let Some(rtt) = newest_rtt {
+            self.rtt.sample(rtt);
+        }
+        // Packets older than the ack window that were never acked are lost.
+        let mut lost = 0;
+        let mut acked = 0;
+        while let Some(front) = self.sent.front() {
+            let behind = ack.latest.wrapping_sub(front.sequence);
+            let resolved =
+                front.acked || (seq_before(front.sequence, ack.latest) && behind > ACK_BITS);
+            if !resolved {
+                break;
+            }
+            let packet = self.sent.pop_front().expect("front exists");
+            if packet.acked {
+                acked += 1;
+            } else {
+                lost += 1;
+            }
+        }
+        for _ in 0..acked {
+            self.count_acked();
+        }
+        for _ in 0..lost {
+            self.count_lost();
+        }
+        if !acked_ids.is_empty() {
+            acked_ids.sort_unstable();
+            for flight in self.in_flight.iter_mut() {
+                if !flight.acked && acked_ids.binary_search(&flight.id).is_ok() {
+                    flight.acked = true;
+                    self.stats.reliable_acked += 1;
+                }
+            }
+            while self.in_flight.front().is_some_and(|f| f.acked) {
+                self.in_flight.pop_front();
+            }
+        }
+    }
+
+    fn count_acked(&mut self) {
+        self.stats.packets_acked += 1;
+        self.loss_acked += 1;
+        self.age_loss_window();
+    }
+
+    fn count_lost(&mut self) {
+        self.stats.packets_lost += 1;
+        self.loss_lost += 1;
+        self.age_loss_window();
+    }
+
+    fn age_loss_window(&mut self) {
+        if self.loss_acked + self.loss_lost > LOSS_WINDOW {
+            self.loss_acked = self.loss_acked * 3 / 4;
+            self.loss_lost = self.loss_lost * 3 / 4;
+        }
+    }
+}
+
+/// Whether sequence `a` comes before `b` (serial number arithmetic, RFC 1982 style).
+pub fn seq_before(a: u32, b: u32) -> bool {
+    a != b && b.wrapping_sub(a) < 0x8000_0000
+}

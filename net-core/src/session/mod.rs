@@ -1,0 +1,744 @@
+//! The game loop every protocol shares once a client has its slot: the player table, one reliable
+//! link per remote node, the local ship state, the outgoing remote events, and the events for the
+//! game. Sans-IO: the owner passes `now`, feeds validated packets in and pulls datagrams out.
+//!
+//! Two shapes:
+//! - **mesh** (peer-to-peer, slotserver): every remote player has its own link; state and events
+//!   go unicast to each;
+//! - **star** (gameserver): one link to the server; packets from the server carry the slot of the
+//!   player they come from.
+//!
+//! Sending rules (the design's): while joined the ship state goes out at the send frequency and
+//! only when it changed; a connected but unjoined node only keeps the link alive; remote events
+//! go out with the next packet, which is sent at the next `poll_transmit` rather than waiting for
+//! the state tick. Every link gets a keep-alive at least every `keepalive_interval`; a remote
+//! silent for `peer_timeout` is dropped.
+
+pub mod events;
+pub mod link;
+pub mod players;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::rmev::{PlayerName, RemoteEvent, ShipState};
+use crate::wire::{DecodedPacket, PacketType, WireEvent};
+use crate::Node;
+pub use events::GameEvent;
+pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
+pub use players::{ObjectOwners, Player, PlayerTable};
+
+/// How two nodes are compared for equality (the backend's comparison).
+pub type NodeEq = Arc<dyn Fn(&Node, &Node) -> bool + Send + Sync>;
+
+/// Timing and size settings of a session.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionConfig {
+    /// 1 / state send frequency (`net.sendfreq`, 5-60 Hz; default 20 Hz).
+    pub send_interval: Duration,
+    /// Longest time a link goes without a packet (NODE_ALIVE while unjoined).
+    pub keepalive_interval: Duration,
+    /// A remote silent this long is dropped.
+    pub peer_timeout: Duration,
+    /// Largest packet (the backend's maximum payload).
+    pub max_payload: usize,
+    pub link: LinkConfig,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            send_interval: Duration::from_millis(50),
+            keepalive_interval: Duration::from_millis(500),
+            peer_timeout: Duration::from_secs(20),
+            max_payload: 1400,
+            link: LinkConfig::default(),
+        }
+    }
+}
+
+/// Who this client is in the game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalPlayer {
+    pub slot: u8,
+    /// This connection's session token (non-zero).
+    pub token: u32,
+    pub name: PlayerName,
+}
+
+/// Why an incoming packet was not taken by the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// The sender is not a player (or not the server) of this session.
+    UnknownSender,
+    /// The sender's session token is not the one it connected with (spoofed or stale).
+    WrongToken,
+    /// The sender slot in the header is not the sender's slot.
+    WrongSlot,
+    /// A duplicate or stale packet (already handled or too old).
+    Duplicate,
+}
+
+/// Counters of the session shown by `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    pub packets_sent: u64,
+    pub packets_accepted: u64,
+    pub packets_rejected: u64,
+    pub events_sent: u64,
+    pub events_received: u64,
+    pub states_received: u64,
+    pub players_timed_out: u64,
+    pub encode_errors: u64,
+}
+
+/// One remote node the session exchanges packets with.
+struct Remote {
+    /// The player's slot (mesh), or None for the server (star).
+    slot: Option<u8>,
+    node: Node,
+    token: u32,
+    link: Link,
+    last_sent: Option<Instant>,
+    last_heard: Instant,
+    /// The local state version last sent to this remote.
+    state_version_sent: u64,
+    /// The tick this remote last got a packet in.
+    tick_served: u64,
+    /// A JOIN/UNJOIN transition to announce with the next packet.
+    pending_kind: Option<PacketType>,
+}
+
+/// The game loop of a connected client.
+pub struct Session {
+    config: SessionConfig,
+    node_eq: NodeEq,
+    my_slot: u8,
+    my_token: u32,
+    my_name: PlayerName,
+    joined: bool,
+    players: PlayerTable,
+    remotes: Vec<Remote>,
+    star: bool,
+    owners: ObjectOwners,
+    local_state: ShipState,
+    state_version: u64,
+    tick: u64,
+    next_tick: Instant,
+    next_remote: usize,
+    events: VecDeque<GameEvent>,
+    protocol_events: VecDeque<(u8, RemoteEvent)>,
+    deliveries: Vec<Delivery>,
+    stats: SessionStats,
+}
+
+impl Session {
+    /// A mesh session (peer-to-peer, slotserver): remote players are added with their nodes.
+    pub fn new_mesh(
+        config: SessionConfig,
+        node_eq: NodeEq,
+        me: LocalPlayer,
+        now: Instant,
+    ) -> Session {
+        Session::new(config, node_eq, me, now, false)
+    }
+
+    /// A star session (gameserver): all packets go to and come from `server`, which signs its
+    /// packets with `server_token`.
+    pub fn new_star(
+        config: SessionConfig,
+        node_eq: NodeEq,
+        me: LocalPlayer,
+        server: Node,
+        server_token: u32,
+        now: Instant,
+    ) -> Session {
+        let mut session = Session::new(config, node_eq, me, now, true);
+        session
+            .remotes
+            .push(Remote::new(None, server, server_token, config.link, now));
+        session
+    }
+
+    fn new(
+        config: SessionConfig,
+        node_eq: NodeEq,
+        me: LocalPlayer,
+        now: Instant,
+        star: bool,
+    ) -> Session {
+        let LocalPlayer { slot, token, name } = me;
+        Session {
+            config,
+            node_eq,
+            my_slot: slot,
+            my_token: token,
+            my_name: name,
+            joined: false,
+            players: PlayerTable::new(),
+            remotes: Vec::new(),
+            star,
+            owners: ObjectOwners::default(),
+            local_state: ShipState::default(),
+            state_version: 0,
+            tick: 0,
+            next_tick: now,
+            next_remote: 0,
+            events: VecDeque::new(),
+            protocol_events: VecDeque::new(),
+            deliveries: Vec::new(),
+            stats: SessionStats::default(),
+        }
+    }
+
+    // ----- getters ---------------------------------------------------------------------------
+
+    pub fn my_slot(&self) -> u8 {
+        self.my_slot
+    }
+
+    pub fn my_token(&self) -> u32 {
+        self.my_token
+    }
+
+    pub fn my_name(&self) -> &PlayerName {
+        &self.my_name
+    }
+
+    pub fn is_joined(&self) -> bool {
+        self.joined
+    }
+
+    pub fn players(&self) -> &PlayerTable {
+        &self.players
+    }
+
+    pub fn local_state(&self) -> &ShipState {
+        &self.local_state
+    }
+
+    pub fn owner_of(&self, object_id: u32) -> Option<u8> {
+        self.owners.owner(object_id)
+    }
+
+    pub fn stats(&self) -> &SessionStats {
+        &self.stats
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The link to the player in `slot` (mesh) or to the server (star, any slot).
+    pub fn link(&self, slot: u8) -> Option<&Link> {
+        self.remotes
+            .iter()
+            .find(|r| r.slot == Some(slot) || (self.star && r.slot.is_none()))
+            .map(|r| &r.link)
+    }
+
+    /// Every link with its slot (None: the server).
+    pub fn links(&self) -> impl Iterator<Item = (Option<u8>, &Link)> {
+        self.remotes.iter().map(|r| (r.slot, &r.link))
+    }
+
+    /// Reliable events not yet acknowledged on any link.
+    pub fn unacknowledged(&self) -> usize {
+        self.remotes.iter().map(|r| r.link.unacknowledged()).sum()
+    }
+
+    // ----- setup by the protocol -----------------------------------------------------------
+
+    /// Seat a remote player (and, in a mesh, open a link to it). Emits PlayerConnected for a
+    /// new player. An existing player in the slot is replaced (as a reconnect).
+    pub fn add_player(
+        &mut self,
+        now: Instant,
+        slot: u8,
+        node: Node,
+        token: u32,
+        name: PlayerName,
+        joined: bool,
+    ) {
+        if slot == self.my_slot {
+            return;
+        }
+        let previous = self.players.insert(Player {
+            slot,
+            name,
+            node,
+            token,
+            joined,
+            state: ShipState::default(),
+            state_time: None,
+            last_heard: now,
+            confirmed: false,
+        });
+        let same_player = previous.as_ref().is_some_and(|p| p.token == token);
+        if !self.star && !same_player {
+            self.remotes.retain(|r| r.slot != Some(slot));
+            self.remotes
+                .push(Remote::new(Some(slot), node, token, self.config.link, now));
+            // Everything this client already said (its name, its join) is repeated to a newcomer.
+            self.greet(slot);
+        }
+        if !same_player {
+            self.events
+                .push_back(GameEvent::PlayerConnected { slot, name });
+            if joined {
+                self.events.push_back(GameEvent::PlayerJoined { slot });
+            }
+        }
+    }
+
+    fn greet(&mut self, slot: u8) {
+        let name = self.my_name;
+        let joined = self.joined;
+        if let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == Some(slot)) {
+            remote.link.queue_event(RemoteEvent::PlayerName(name));
+            if joined {
+                remote.link.queue_event(RemoteEvent::PlayerStatus {
+                    joined: true,
+                    flag: 0,
+                });
+            }
+        }
+    }
+
+    /// Remove a remote player; emits PlayerDisconnected.
+    pub fn remove_player(&mut self, slot: u8, reason: &str) {
+        if self.players.remove(slot).is_some() {
+            self.remotes.retain(|r| r.slot != Some(slot));
+            self.owners.forget_slot(slot);
+            self.events.push_back(GameEvent::PlayerDisconnected {
+                slot,
+                reason: reason.to_string(),
+            });
+        }
+    }
+
+    /// Move a remote player to another (free) slot, keeping its link: the player's own packets
+    /// say where it sits. The game sees it leave the old slot and appear in the new one.
+    pub fn move_player(&mut self, from: u8, to: u8) -> bool {
+        if to == self.my_slot || self.players.get(to).is_some() {
+            return false;
+        }
+        let Some(mut player) = self.players.remove(from) else {
+            return false;
+        };
+        player.slot = to;
+        let (name, joined) = (player.name, player.joined);
+        self.players.insert(player);
+        if let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == Some(from)) {
+            remote.slot = Some(to);
+        }
+        self.owners.forget_slot(from);
+        self.events.push_back(GameEvent::PlayerDisconnected {
+            slot: from,
+            reason: "moved to another slot".to_string(),
+        });
+        self.events
+            .push_back(GameEvent::PlayerConnected { slot: to, name });
+        if joined {
+            self.events.push_back(GameEvent::PlayerJoined { slot: to });
+        }
+        true
+    }
+
+    /// The slot of the remote player at `node` with `token`, if any.
+    pub fn slot_of(&self, node: &Node, token: u32) -> Option<u8> {
+        self.players
+            .iter()
+            .find(|p| p.token == token && (self.node_eq)(&p.node, node))
+            .map(|p| p.slot)
+    }
+
+    /// Update a remote player's name (slotserver `name ip:` lines); emits PlayerName on change.
+    pub fn rename_player(&mut self, slot: u8, name: PlayerName) {
+        if let Some(player) = self.players.get_mut(slot) {
+            if player.name != name {
+                player.name = name;
+                self.events.push_back(GameEvent::PlayerName { slot, name });
+            }
+        }
+    }
+
+    /// Queue an event for the game (used by protocols for Connected/Error/...).
+    pub fn push_event(&mut self, event: GameEvent) {
+        self.events.push_back(event);
+    }
+
+    /// Protocol-level events received in game packets (RE_PLAYERLIST, RE_CONNECTQUEUE), with the
+    /// sender's slot, for the protocol to act on.
+    pub fn poll_protocol_event(&mut self) -> Option<(u8, RemoteEvent)> {
+        self.protocol_events.pop_front()
+    }
+
+    // ----- what the game asks -------------------------------------------------------------
+
+    /// Set the local ship state (sent every state tick while it changes).
+    pub fn set_local_state(&mut self, state: ShipState) {
+        if state != self.local_state {
+            self.local_state = state;
+            self.state_version += 1;
+        }
+    }
+
+    /// Queue a remote event to every remote (or to the server).
+    pub fn queue_event(&mut self, event: RemoteEvent) -> NetResult<()> {
+        if let Some(id) = event.object_id() {
+            match event {
+                RemoteEvent::KillObject { .. } => self.owners.killed(id),
+                _ => self.owners.created(id, self.my_slot),
+            }
+        }
+        for remote in &mut self.remotes {
+            if !remote.link.queue_event(event.clone()) {
+                return Err(NetError::new(
+                    ErrorCode::Full,
+                    "outgoing event queue full (the other side is not acknowledging)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Join the game: announced reliably to everyone.
+    pub fn join(&mut self) -> NetResult<()> {
+        if self.joined {
+            return Err(NetError::new(ErrorCode::State, "already joined"));
+        }
+        self.joined = true;
+        self.queue_event(RemoteEvent::PlayerStatus {
+            joined: true,
+            flag: 0,
+        })?;
+        for remote in &mut self.remotes {
+            remote.pending_kind = Some(PacketType::Join);
+        }
+        Ok(())
+    }
+
+    /// Leave the game but stay connected; `flag` is passed to the others.
+    pub fn unjoin(&mut self, flag: u8) -> NetResult<()> {
+        if !self.joined {
+            return Err(NetError::new(ErrorCode::State, "not joined"));
+        }
+        self.joined = false;
+        self.queue_event(RemoteEvent::PlayerStatus {
+            joined: false,
+            flag,
+        })?;
+        for remote in &mut self.remotes {
+            remote.pending_kind = Some(PacketType::Unjoin);
+        }
+        Ok(())
+    }
+
+    /// Change the local name and tell everyone (RE_PLAYERNAME).
+    pub fn set_name(&mut self, name: PlayerName) -> NetResult<()> {
+        self.my_name = name;
+        self.queue_event(RemoteEvent::PlayerName(name))
+    }
+
+    /// Ask for the current position of time-critical events that have not been sent yet
+    /// (called immediately before packets are written).
+    pub fn refresh_positions(&mut self, position_of: &mut dyn FnMut(u32) -> Option<[f32; 3]>) {
+        let mut cache: Vec<(u32, Option<[f32; 3]>)> = Vec::new();
+        for remote in &mut self.remotes {
+            for event in remote
+                .link
+                .queued_events_mut()
+                .filter(|e| e.is_time_critical())
+            {
+                let Some(id) = event.object_id() else {
+                    continue;
+                };
+                let pos = match cache.iter().find(|(i, _)| *i == id) {
+                    Some((_, pos)) => *pos,
+                    None => {
+                        let pos = position_of(id).filter(|p| p.iter().all(|f| f.is_finite()));
+                        cache.push((id, pos));
+                        pos
+                    }
+                };
+                if let Some(pos) = pos {
+                    event.set_position(pos);
+                }
+            }
+        }
+    }
+
+    // ----- what arrives ----------------------------------------------------------------------
+
+    /// Take a validated game packet from `from`. Packets from unknown nodes, with a wrong token
+    /// or slot, and duplicates are rejected (and counted).
+    pub fn handle_packet(
+        &mut self,
+        now: Instant,
+        from: &Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) -> Result<(), Rejection> {
+        let result = self.accept_packet(now, from, packet, events);
+        match result {
+            Ok(()) => self.stats.packets_accepted += 1,
+            Err(_) => self.stats.packets_rejected += 1,
+        }
+        result
+    }
+
+    fn accept_packet(
+        &mut self,
+        now: Instant,
+        from: &Node,
+        packet: &DecodedPacket,
+        events: &[WireEvent],
+    ) -> Result<(), Rejection> {
+        let header = &packet.header;
+        let node_eq = Arc::clone(&self.node_eq);
+        let index = self
+            .remotes
+            .iter()
+            .position(|r| node_eq(&r.node, from))
+            .ok_or(Rejection::UnknownSender)?;
+        let remote = &mut self.remotes[index];
+        if header.token != remote.token {
+            return Err(Rejection::WrongToken);
+        }
+        let origin = match remote.slot {
+            Some(slot) if header.sender_slot != Some(slot) => return Err(Rejection::WrongSlot),
+            Some(slot) => slot,
+            None => header.sender_slot.ok_or(Rejection::WrongSlot)?,
+        };
+        let mut deliveries = std::mem::take(&mut self.deliveries);
+        deliveries.clear();
+        let verdict =
+            remote
+                .link
+                .handle_packet(now, header, packet.state.as_ref(), events, &mut |d| {
+                    deliveries.push(d)
+                });
+        if verdict != PacketVerdict::Accepted {
+            self.deliveries = deliveries;
+            return Err(Rejection::Duplicate);
+        }
+        remote.last_heard = now;
+        if let Some(player) = self.players.get_mut(origin) {
+            player.last_heard = now;
+            player.confirmed |= remote.slot.is_some();
+        }
+        for delivery in deliveries.drain(..) {
+            match delivery {
+                Delivery::State(state) => {
+                    self.stats.states_received += 1;
+                    if let Some(player) = self.players.get_mut(origin) {
+                        player.state = state;
+                        player.state_time = Some(now);
+                    }
+                }
+                Delivery::Event(event) => {
+                    self.stats.events_received += 1;
+                    self.apply_remote_event(origin, event);
+                }
+            }
+        }
+        self.deliveries = deliveries;
+        Ok(())
+    }
+
+    /// Apply a remote event from `slot`: update the table, emit the game event.
+    pub fn apply_remote_event(&mut self, slot: u8, event: RemoteEvent) {
+        match event {
+            RemoteEvent::PlayerName(name) => {
+                if let Some(player) = self.players.get_mut(slot) {
+                    player.name = name;
+                }
+                self.events.push_back(GameEvent::PlayerName { slot, name });
+            }
+            RemoteEvent::PlayerStatus { joined, flag } => {
+                if let Some(player) = self.players.get_mut(slot) {
+                    player.joined = joined;
+                }
+                self.events.push_back(if joined {
+                    GameEvent::PlayerJoined { slot }
+                } else {
+                    GameEvent::PlayerUnjoined { slot, flag }
+                });
+            }
+            RemoteEvent::PlayerList(_) | RemoteEvent::ConnectQueue(_) => {
+                self.protocol_events.push_back((slot, event));
+            }
+            event => {
+                if let Some(id) = event.object_id() {
+                    match event {
+                        RemoteEvent::KillObject { .. } => self.owners.killed(id),
+                        _ => self.owners.created(id, slot),
+                    }
+                }
+                self.events.push_back(GameEvent::Remote { slot, event });
+            }
+        }
+    }
+
+    // ----- what goes out -------------------------------------------------------------------
+
+    /// The next datagram to send, written into `buf` (at least `max_payload` bytes): returns the
+    /// destination and length. Call until it returns None.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
+        self.advance_tick(now);
+        let count = self.remotes.len();
+        for step in 0..count {
+            let index = (self.next_remote + step) % count;
+            if !self.packet_due(index, now) {
+                continue;
+            }
+            self.next_remote = (index + 1) % count;
+            let joined = self.joined;
+            let state_version = self.state_version;
+            let tick = self.tick;
+            let state = self.local_state;
+            let max = self.config.max_payload.min(buf.len());
+            let remote = &mut self.remotes[index];
+            let kind = remote.pending_kind.take().unwrap_or(if joined {
+                PacketType::GameState
+            } else {
+                PacketType::NodeAlive
+            });
+            let send_state = joined
+                && (remote.state_version_sent != state_version
+                    || remote
+                        .last_sent
+                        .is_none_or(|t| now - t >= self.config.keepalive_interval));
+            let before = remote.link.stats().reliable_sent + remote.link.stats().retransmissions;
+            let meta = PacketMeta {
+                kind,
+                sender_slot: Some(self.my_slot),
+                joined,
+                token: self.my_token,
+            };
+            let written =
+                remote
+                    .link
+                    .write_packet(now, &mut buf[..max], meta, send_state.then_some(&state));
+            remote.last_sent = Some(now);
+            remote.tick_served = tick;
+            if send_state {
+                remote.state_version_sent = state_version;
+            }
+            match written {
+                Ok(len) => {
+                    let after =
+                        remote.link.stats().reliable_sent + remote.link.stats().retransmissions;
+                    self.stats.events_sent += after - before;
+                    self.stats.packets_sent += 1;
+                    return Some((remote.node, len));
+                }
+                Err(err) => {
+                    self.stats.encode_errors += 1;
+                    log::error!("could not encode a packet: {err}");
+                }
+            }
+        }
+        None
+    }
+
+    fn advance_tick(&mut self, now: Instant) {
+        if now >= self.next_tick {
+            self.tick += 1;
+            self.next_tick = (self.next_tick + self.config.send_interval).max(now);
+        }
+    }
+
+    fn packet_due(&self, index: usize, now: Instant) -> bool {
+        let remote = &self.remotes[index];
+        if remote.pending_kind.is_some() || remote.link.wants_to_send(now) {
+            return true;
+        }
+        let keepalive_due = remote
+            .last_sent
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.config.keepalive_interval);
+        if keepalive_due {
+            return true;
+        }
+        self.joined
+            && remote.tick_served < self.tick
+            && remote.state_version_sent != self.state_version
+    }
+
+    /// When the session next needs `handle_timeout` / `poll_transmit`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut earliest = None::<Instant>;
+        let mut consider = |t: Instant| earliest = Some(earliest.map_or(t, |e| e.min(t)));
+        for remote in &self.remotes {
+            consider(
+                remote
+                    .last_sent
+                    .map_or(remote.last_heard, |t| t + self.config.keepalive_interval),
+            );
+            consider(remote.last_heard + self.config.peer_timeout);
+            if let Some(t) = remote.link.next_retransmit(remote.last_heard) {
+                consider(t);
+            }
+        }
+        if self.joined
+            && self
+                .remotes
+                .iter()
+                .any(|r| r.state_version_sent != self.state_version)
+        {
+            consider(self.next_tick);
+        }
+        earliest
+    }
+
+    /// Run timers: drop remotes silent for `peer_timeout`. Returns the slots dropped (mesh) and
+    /// whether the server went silent (star).
+    pub fn handle_timeout(&mut self, now: Instant) -> (Vec<u8>, bool) {
+        self.advance_tick(now);
+        let timeout = self.config.peer_timeout;
+        let silent: Vec<(Option<u8>, usize)> = self
+            .remotes
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| now.saturating_duration_since(r.last_heard) >= timeout)
+            .map(|(i, r)| (r.slot, i))
+            .collect();
+        let mut dropped = Vec::new();
+        let mut server_silent = false;
+        for (slot, _) in silent {
+            match slot {
+                Some(slot) => {
+                    self.stats.players_timed_out += 1;
+                    self.remove_player(slot, &format!("no packets for {} s", timeout.as_secs()));
+                    dropped.push(slot);
+                }
+                None => server_silent = true,
+            }
+        }
+        (dropped, server_silent)
+    }
+
+    /// The next event for the game.
+    pub fn poll_event(&mut self) -> Option<GameEvent> {
+        self.events.pop_front()
+    }
+}
+
+impl Remote {
+    fn new(slot: Option<u8>, node: Node, token: u32, config: LinkConfig, now: Instant) -> Remote {
+        Remote {
+            slot,
+            node,
+            token,
+            link: Link::new(config),
+            last_sent: None,
+            last_heard: now,
+            state_version_sent: 0,
+            tick_served: 0,
+            pending_kind: None,
+        }
+    }
+}

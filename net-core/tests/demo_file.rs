@@ -1,0 +1,839 @@
+//! Demo files end to end: every item kind recorded to a real file and played back with virtual
+//! time (no sleeping), damaged files (cut at every byte, a flipped byte in every position of a
+//! record, data after the end), bad headers, unwritable paths and I/O errors while recording.
+//!
+//! These tests must never sleep, never leave files behind, and never write outside the
+//! system's temp directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use net_core::demo::{
+    decode_demo, encode_end, encode_header, encode_item, DemoItem, DemoPlayer, DemoRecorder,
+    HEADER_LEN, MAX_STRING_LEN,
+};
+use net_core::rmev::{
+    ChatText, ConnectRequest, CustomData, PlayerListEntry, PlayerName, RemoteEvent, ShipState,
+    GAME_AREA_LEN,
+};
+use net_core::session::events::GameEvent;
+use net_core::{ErrorCode, Node};
+
+/// A temp file path unique to this process and call, removed when dropped.
+struct TempPath(PathBuf);
+
+impl TempPath {
+    fn new(tag: &str) -> TempPath {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        TempPath(std::env::temp_dir().join(format!(
+            "pnet-demo-test-{}-{tag}-{n}.demo",
+            std::process::id()
+        )))
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn name(s: &str) -> PlayerName {
+    PlayerName::new(s.as_bytes()).expect("test name is valid")
+}
+
+fn node(seed: u8) -> Node {
+    let mut bytes = [0u8; 32];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = seed.wrapping_add(i as u8);
+    }
+    Node { bytes }
+}
+
+fn state(seed: f32) -> ShipState {
+    let mut game = [0u8; GAME_AREA_LEN];
+    for (i, b) in game.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(7).wrapping_add(seed as u8);
+    }
+    ShipState {
+        pos: [seed, -seed * 2.0, f32::MAX],
+        orient: [0.0, -0.0, f32::MIN_POSITIVE / 2.0, 1.0],
+        vel: [1.5e-7, -3.25, seed],
+        game,
+    }
+}
+
+/// Every remote event variant.
+fn remote_events() -> Vec<RemoteEvent> {
+    vec![
+        RemoteEvent::CreateObject {
+            object_id: 1,
+            class: 7,
+            pos: [1.0, 2.0, 3.0],
+            orient: [0.0, 0.0, 0.0, 1.0],
+            flags: 0xdead_beef,
+        },
+        RemoteEvent::CreateLaser {
+            object_id: 2,
+            class: 3,
+            pos: [-1.0, 0.5, 9.0],
+            dir: [0.0, 1.0, 0.0],
+        },
+        RemoteEvent::CreateMissile {
+            object_id: u32::MAX,
+            class: 4,
+            pos: [4.0, 5.0, 6.0],
+            dir: [0.0, 0.0, -1.0],
+            target_id: 0,
+        },
+        RemoteEvent::CreateExtra {
+            object_id: 99,
+            extra_index: 12,
+            pos: [0.25, 0.5, 0.75],
+        },
+        RemoteEvent::KillObject {
+            object_id: 42,
+            list_id: 15,
+        },
+        RemoteEvent::SendText(ChatText::new("hello, ünïcode ✓".as_bytes()).expect("valid text")),
+        RemoteEvent::SendText(ChatText::new(&[b'x'; 255]).expect("valid text")),
+        RemoteEvent::PlayerName(name("Pilot")),
+        RemoteEvent::ParticleObject {
+            particle_type: 3,
+            origin: [7.0, 8.0, 9.0],
+        },
+        RemoteEvent::PlayerList(vec![
+            PlayerListEntry {
+                slot: 0,
+                joined: true,
+                token: 1,
+                node: node(1),
+                name: name("a"),
+            },
+            PlayerListEntry {
+                slot: 15,
+                joined: false,
+                token: 77,
+                node: node(2),
+                name: name(""),
+            },
+        ]),
+        RemoteEvent::ConnectQueue(vec![ConnectRequest {
+            token: 5,
+            node: node(3),
+            name: name("queued"),
+        }]),
+        RemoteEvent::Custom {
+            custom_type: 9,
+            data: CustomData::new(&[1, 2, 3]).expect("valid data"),
+            reliable: true,
+        },
+        RemoteEvent::Custom {
+            custom_type: 10,
+            data: CustomData::new(&[0xab; 256]).expect("valid data"),
+            reliable: false,
+        },
+        RemoteEvent::Custom {
+            custom_type: 0,
+            data: CustomData::new(&[]).expect("valid data"),
+            reliable: false,
+        },
+        RemoteEvent::PlayerStatus {
+            joined: true,
+            flag: 0,
+        },
+        RemoteEvent::PlayerStatus {
+            joined: false,
+            flag: 3,
+        },
+    ]
+}
+
+/// Every game event variant (every remote event inside `Remote`) and some states.
+fn all_items() -> Vec<DemoItem> {
+    let mut items = vec![
+        DemoItem::Event(GameEvent::Connected { slot: 3 }),
+        DemoItem::Event(GameEvent::PlayerConnected {
+            slot: 0,
+            name: name("Alpha"),
+        }),
+        DemoItem::Event(GameEvent::PlayerName {
+            slot: 0,
+            name: name("Alpha Two"),
+        }),
+        DemoItem::Event(GameEvent::PlayerJoined { slot: 0 }),
+        DemoItem::State {
+            slot: 0,
+            state: state(1.0),
+        },
+        DemoItem::State {
+            slot: 15,
+            state: ShipState::default(),
+        },
+    ];
+    for (i, event) in remote_events().into_iter().enumerate() {
+        items.push(DemoItem::Event(GameEvent::Remote {
+            slot: (i % 16) as u8,
+            event,
+        }));
+    }
+    items.extend([
+        DemoItem::Event(GameEvent::PlayerUnjoined { slot: 0, flag: 2 }),
+        DemoItem::Event(GameEvent::PlayerDisconnected {
+            slot: 0,
+            reason: "timed out".into(),
+        }),
+        DemoItem::Event(GameEvent::PlayerDisconnected {
+            slot: 15,
+            reason: String::new(),
+        }),
+        DemoItem::Event(GameEvent::Error {
+            text: "server refused: naïve ☃ name".into(),
+        }),
+        DemoItem::Event(GameEvent::Error {
+            text: "e".repeat(MAX_STRING_LEN),
+        }),
+        DemoItem::Event(GameEvent::Disconnected {
+            reason: "left the game".into(),
+        }),
+    ]);
+    items
+}
+
+/// Times for `n` items: some equal, some far apart, all whole microseconds.
+fn times(n: usize) -> Vec<Duration> {
+    let mut t = Duration::ZERO;
+    (0..n)
+        .map(|i| {
+            t += match i % 4 {
+                0 => Duration::ZERO,
+                1 => Duration::from_micros(1),
+                2 => Duration::from_millis(16),
+                _ => Duration::from_secs(2),
+            };
+            t
+        })
+        .collect()
+}
+
+/// Play everything with virtual time, checking nothing comes early; returns each item with the
+/// time since `start` it came out at.
+fn play_all(player: &mut DemoPlayer, start: Instant) -> Vec<(Duration, DemoItem)> {
+    let mut out = Vec::new();
+    while let Some(due) = player.poll_timeout() {
+        if let Some(early) = due.checked_sub(Duration::from_nanos(1)) {
+            if early >= start {
+                assert_eq!(
+                    player.poll(early),
+                    None,
+                    "an item came out before it was due"
+                );
+            }
+        }
+        let item = player.poll(due).expect("the item is due at poll_timeout");
+        out.push((due - start, item));
+    }
+    assert!(player.is_finished());
+    assert_eq!(player.poll(start + Duration::from_secs(1_000_000)), None);
+    out
+}
+
+/// Encode `items` at `times` into a complete demo in memory; also returns each record's
+/// start offset, and the end record's.
+fn encode_demo(items: &[DemoItem], times: &[Duration]) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::new();
+    encode_header(1_700_000_000_000_000, &mut bytes);
+    let mut starts = Vec::new();
+    for (item, t) in items.iter().zip(times) {
+        starts.push(bytes.len());
+        encode_item(*t, item, &mut bytes).expect("test item encodes");
+    }
+    starts.push(bytes.len());
+    let end = times.last().copied().unwrap_or_default();
+    encode_end(end, &mut bytes).expect("end encodes");
+    (bytes, starts)
+}
+
+#[test]
+fn every_item_kind_round_trips_through_a_file() {
+    let items = all_items();
+    let ts = times(items.len());
+    let path = TempPath::new("roundtrip");
+
+    let rec_start = Instant::now();
+    let mut rec = DemoRecorder::create(&path.0, rec_start).expect("create demo");
+    for (item, t) in items.iter().zip(&ts) {
+        rec.record(rec_start + *t, item).expect("record item");
+    }
+    assert_eq!(rec.items(), items.len() as u64);
+    let stop = rec_start + *ts.last().expect("items") + Duration::from_millis(250);
+    let summary = rec.finish_at(stop).expect("finish");
+    assert_eq!(summary.items, items.len() as u64);
+    assert_eq!(summary.path, path.0);
+    assert_eq!(
+        summary.bytes,
+        std::fs::metadata(&path.0).expect("demo file exists").len()
+    );
+    assert_eq!(
+        summary.duration,
+        *ts.last().expect("items") + Duration::from_millis(250)
+    );
+
+    // Playback starts at an unrelated instant: only relative times matter.
+    let play_start = rec_start + Duration::from_secs(3600);
+    let mut player = DemoPlayer::open(&path.0, play_start).expect("open demo");
+    assert_eq!(player.broken(), None, "{:?}", player.broken());
+    assert_eq!(player.items_total(), items.len());
+    assert_eq!(player.items_played(), 0);
+    assert_eq!(player.duration(), summary.duration);
+    assert_eq!(player.path(), Some(path.0.as_path()));
+    assert_eq!(player.header().version, 1);
+    assert!(player.header().start_unix_micros > 0);
+
+    let played = play_all(&mut player, play_start);
+    assert_eq!(player.items_played(), items.len());
+    let expected: Vec<(Duration, DemoItem)> = ts.into_iter().zip(items).collect();
+    assert_eq!(played, expected);
+}
+
+#[test]
+fn items_due_together_come_out_one_per_poll_in_order() {
+    let items = all_items();
+    let ts = times(items.len());
+    let (bytes, _) = encode_demo(&items, &ts);
+    let contents = decode_demo(&bytes).expect("valid demo");
+    let start = Instant::now();
+    let mut player = DemoPlayer::from_contents(contents, start);
+    assert_eq!(player.poll_timeout(), Some(start));
+    let late = start + Duration::from_secs(10_000);
+    let mut got = Vec::new();
+    while let Some(item) = player.poll(late) {
+        got.push(item);
+        assert_eq!(player.items_played(), got.len());
+    }
+    assert_eq!(got, items);
+    assert_eq!(player.poll_timeout(), None);
+}
+
+#[test]
+fn record_times_are_whole_microseconds_and_never_go_backwards() {
+    let path = TempPath::new("times");
+    let start = Instant::now();
+    let item = DemoItem::Event(GameEvent::PlayerJoined { slot: 1 });
+    let mut rec = DemoRecorder::create(&path.0, start).expect("create");
+    rec.record(start + Duration::from_nanos(1_999), &item)
+        .expect("record");
+    rec.record(start + Duration::from_millis(5), &item)
+        .expect("record");
+    // Earlier than the previous record: recorded at the previous time.
+    rec.record(start + Duration::from_millis(2), &item)
+        .expect("record");
+    // Before the start: clamped too.
+    rec.record(start, &item).expect("record");
+    assert_eq!(rec.elapsed(), Duration::from_millis(5));
+    let summary = rec.finish().expect("finish");
+    assert_eq!(summary.duration, Duration::from_millis(5));
+
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    let got: Vec<Duration> = contents.items.iter().map(|(t, _)| *t).collect();
+    assert_eq!(
+        got,
+        vec![
+            Duration::from_micros(1),
+            Duration::from_millis(5),
+            Duration::from_millis(5),
+            Duration::from_millis(5),
+        ]
+    );
+    assert_eq!(contents.end, Some(Duration::from_millis(5)));
+    assert_eq!(contents.broken, None);
+}
+
+#[test]
+fn invalid_items_are_refused_and_recording_goes_on() {
+    let path = TempPath::new("invalid");
+    let start = Instant::now();
+    let mut rec = DemoRecorder::create(&path.0, start).expect("create");
+    let good = DemoItem::Event(GameEvent::Connected { slot: 2 });
+    rec.record(start, &good).expect("record");
+
+    let bad_slot = DemoItem::Event(GameEvent::PlayerJoined { slot: 16 });
+    let err = rec.record(start, &bad_slot).expect_err("slot 16");
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("slot 16"), "{}", err.message);
+
+    let mut nan = state(2.0);
+    nan.vel[1] = f32::NAN;
+    let err = rec
+        .record(
+            start,
+            &DemoItem::State {
+                slot: 1,
+                state: nan,
+            },
+        )
+        .expect_err("NaN");
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+
+    let long = DemoItem::Event(GameEvent::Disconnected {
+        reason: "x".repeat(MAX_STRING_LEN + 1),
+    });
+    let err = rec.record(start, &long).expect_err("too long");
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert!(err.message.contains("1025 bytes"), "{}", err.message);
+
+    let zero_id = DemoItem::Event(GameEvent::Remote {
+        slot: 1,
+        event: RemoteEvent::KillObject {
+            object_id: 0,
+            list_id: 1,
+        },
+    });
+    let err = rec.record(start, &zero_id).expect_err("zero object id");
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+
+    assert!(rec.is_recording());
+    rec.record(start + Duration::from_millis(1), &good)
+        .expect("record after refusals");
+    let summary = rec.finish().expect("finish");
+    assert_eq!(summary.items, 2);
+
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    assert_eq!(contents.broken, None);
+    assert_eq!(
+        contents.items,
+        vec![
+            (Duration::ZERO, good.clone()),
+            (Duration::from_millis(1), good)
+        ]
+    );
+}
+
+#[test]
+fn encode_item_leaves_the_buffer_unchanged_on_error() {
+    let mut out = vec![1, 2, 3];
+    let bad = DemoItem::Event(GameEvent::Remote {
+        slot: 15,
+        event: RemoteEvent::CreateLaser {
+            object_id: 1,
+            class: 0,
+            pos: [0.0, f32::INFINITY, 0.0],
+            dir: [0.0; 3],
+        },
+    });
+    assert!(encode_item(Duration::ZERO, &bad, &mut out).is_err());
+    assert_eq!(out, vec![1, 2, 3]);
+    let err = encode_item(
+        Duration::MAX,
+        &DemoItem::Event(GameEvent::Connected { slot: 0 }),
+        &mut out,
+    )
+    .expect_err("time beyond u64 microseconds");
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert_eq!(out, vec![1, 2, 3]);
+}
+
+#[test]
+fn a_file_cut_at_every_byte_plays_its_good_prefix() {
+    let items = all_items();
+    let ts = times(items.len());
+    let (bytes, starts) = encode_demo(&items, &ts);
+
+    for cut in 0..=bytes.len() {
+        let part = &bytes[..cut];
+        if cut < HEADER_LEN {
+            let err = decode_demo(part).expect_err("no complete header");
+            assert_eq!(err.code, ErrorCode::Parse, "cut {cut}");
+            continue;
+        }
+        let contents = decode_demo(part).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+        // Records that end by the cut play; the first one that does not is the break.
+        let complete = starts
+            .iter()
+            .skip(1)
+            .chain(std::iter::once(&bytes.len()))
+            .take_while(|&&end| end <= cut)
+            .count();
+        let kept = complete.min(items.len());
+        assert_eq!(contents.items.len(), kept, "cut {cut}");
+        for (i, (t, item)) in contents.items.iter().enumerate() {
+            assert_eq!((*t, item), (ts[i], &items[i]), "cut {cut} item {i}");
+        }
+        if cut == bytes.len() {
+            assert_eq!(contents.broken, None);
+            assert_eq!(contents.end, ts.last().copied());
+            continue;
+        }
+        let broken = contents
+            .broken
+            .unwrap_or_else(|| panic!("cut {cut}: not reported"));
+        assert!(broken.offset <= cut as u64, "cut {cut}: {broken:?}");
+        let first_missing = starts.get(complete).copied().unwrap_or(bytes.len());
+        if cut == first_missing {
+            assert!(
+                broken.reason.contains("without an end record"),
+                "cut {cut}: {}",
+                broken.reason
+            );
+            assert_eq!(broken.offset, cut as u64);
+        } else {
+            assert_eq!(broken.offset, first_missing as u64, "cut {cut}");
+            assert!(
+                broken
+                    .reason
+                    .contains(&format!("truncated record at byte {first_missing}")),
+                "cut {cut}: {}",
+                broken.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cut_file_opens_and_plays_its_good_prefix() {
+    let items = all_items();
+    let ts = times(items.len());
+    let (bytes, starts) = encode_demo(&items, &ts);
+    let path = TempPath::new("cut");
+    let start = Instant::now();
+    // Cut in the middle of record 7 and right after record 7.
+    for (cut, kept) in [(starts[7] + 5, 7), (starts[8], 8)] {
+        std::fs::write(&path.0, &bytes[..cut]).expect("write");
+        let mut player = DemoPlayer::open(&path.0, start).expect("open cut demo");
+        let broken = player.broken().expect("reported").clone();
+        assert!(broken.offset <= cut as u64);
+        assert_eq!(player.items_total(), kept);
+        let played = play_all(&mut player, start);
+        let expected: Vec<(Duration, DemoItem)> = ts[..kept]
+            .iter()
+            .copied()
+            .zip(items[..kept].iter().cloned())
+            .collect();
+        assert_eq!(played, expected);
+    }
+}
+
+#[test]
+fn a_flipped_byte_anywhere_in_a_record_breaks_at_that_record() {
+    let items = all_items();
+    let ts = times(items.len());
+    let (bytes, starts) = encode_demo(&items, &ts);
+    let k = items.len() / 2;
+    let (rec_start, rec_end) = (starts[k], starts[k + 1]);
+    for pos in rec_start..rec_end {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[pos] ^= mask;
+            let contents = decode_demo(&damaged).expect("header intact");
+            assert_eq!(contents.items.len(), k, "byte {pos} ^ {mask:#x}");
+            for (i, (t, item)) in contents.items.iter().enumerate() {
+                assert_eq!((*t, item), (ts[i], &items[i]));
+            }
+            let broken = contents.broken.expect("damage reported");
+            assert_eq!(broken.offset, rec_start as u64, "byte {pos}: {broken:?}");
+            if pos >= rec_start + 4 {
+                let stored =
+                    u32::from_be_bytes(damaged[rec_end - 4..rec_end].try_into().expect("4 bytes"));
+                let expect = format!(
+                    "CRC mismatch in record at byte {rec_start} (stored {stored:08x}, computed "
+                );
+                assert!(
+                    broken.reason.starts_with(&expect),
+                    "byte {pos}: {}",
+                    broken.reason
+                );
+            } else {
+                // A damaged length field: too large, too small, or CRC over the wrong bytes.
+                assert!(
+                    broken.reason.contains(&format!("at byte {rec_start}")),
+                    "byte {pos}: {}",
+                    broken.reason
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn data_after_the_end_record_is_reported_and_everything_before_plays() {
+    let items = all_items();
+    let ts = times(items.len());
+    let (mut bytes, _) = encode_demo(&items, &ts);
+    let end_of_demo = bytes.len();
+    bytes.extend_from_slice(b"junk");
+    let contents = decode_demo(&bytes).expect("decode");
+    assert_eq!(contents.items.len(), items.len());
+    let broken = contents.broken.expect("reported");
+    assert_eq!(broken.offset, end_of_demo as u64);
+    assert!(
+        broken.reason.contains("after the end record"),
+        "{}",
+        broken.reason
+    );
+}
+
+#[test]
+fn semantic_errors_inside_a_valid_crc_are_caught() {
+    // Records built by hand with a correct CRC but a bad field.
+    fn record(time: u64, kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&(9 + payload.len() as u32).to_be_bytes());
+        r.extend_from_slice(&time.to_be_bytes());
+        r.push(kind);
+        r.extend_from_slice(payload);
+        let crc = crc32fast::hash(&r);
+        r.extend_from_slice(&crc.to_be_bytes());
+        r
+    }
+    let good = record(10, 1, &[4]);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            record(10, 12, &[]),
+            "unknown record kind 12 in record at byte 38",
+        ),
+        (record(10, 0, &[]), "unknown record kind 0"),
+        (
+            record(10, 1, &[16]),
+            "bad slot 16 at byte 51 in record at byte 38",
+        ),
+        (
+            record(9, 1, &[1]),
+            "time goes backwards in record at byte 38",
+        ),
+        (record(10, 1, &[1, 0]), "1 bytes after the record's fields"),
+        (record(10, 1, &[]), "shorter than its fields"),
+        (
+            record(10, 9, &[0, 2, 0xff, 0xfe]),
+            "not valid UTF-8 at byte 53",
+        ),
+        (
+            record(10, 9, &[0x04, 0x01]),
+            "string of 1025 bytes is longer than 1024",
+        ),
+        (
+            record(10, 3, &[1, 32]),
+            "name of 32 bytes is longer than 31",
+        ),
+        (
+            record(10, 3, &[1, 2, b'a', 0]),
+            "bad name: contains a NUL byte",
+        ),
+        (
+            record(
+                10,
+                10,
+                &[[1u8].as_slice(), &[0x7f, 0xc0, 0, 0], &[0; 68]].concat(),
+            ),
+            "non-finite float at byte 52",
+        ),
+        // A remote RE_KILLOBJECT without the reliable flag.
+        (
+            record(10, 8, &[1, 5, 0, 0, 5, 0, 0, 0, 1, 0]),
+            "reliable flag missing",
+        ),
+        // A record shorter than time + kind.
+        (
+            {
+                let mut r = Vec::new();
+                r.extend_from_slice(&8u32.to_be_bytes());
+                r.extend_from_slice(&[0; 12]);
+                r
+            },
+            "bad record length 8 in record at byte 38",
+        ),
+        (
+            {
+                let mut r = Vec::new();
+                r.extend_from_slice(&(64 * 1024 + 1u32).to_be_bytes());
+                r
+            },
+            "bad record length 65537",
+        ),
+    ];
+    for (bad, expect) in cases {
+        let mut bytes = Vec::new();
+        encode_header(0, &mut bytes);
+        bytes.extend_from_slice(&good);
+        assert_eq!(bytes.len(), 38);
+        bytes.extend_from_slice(&bad);
+        bytes.extend_from_slice(&good);
+        let contents = decode_demo(&bytes).expect("header is fine");
+        assert_eq!(
+            contents.items,
+            vec![(
+                Duration::from_micros(10),
+                DemoItem::Event(GameEvent::Connected { slot: 4 })
+            )],
+            "{expect}"
+        );
+        let broken = contents.broken.expect("reported");
+        assert_eq!(broken.offset, 38, "{expect}");
+        assert!(
+            broken.reason.contains(expect),
+            "expected {expect:?} in {:?}",
+            broken.reason
+        );
+    }
+}
+
+#[test]
+fn bad_headers_are_errors_with_clear_messages() {
+    let mut good = Vec::new();
+    encode_header(0, &mut good);
+    encode_end(Duration::ZERO, &mut good).expect("end");
+    assert!(decode_demo(&good).expect("valid").items.is_empty());
+
+    let err = decode_demo(&[]).expect_err("empty");
+    assert_eq!(err.code, ErrorCode::Parse);
+    assert!(err.message.contains("empty"), "{}", err.message);
+
+    let mut wrong_magic = good.clone();
+    wrong_magic[0] = b'X';
+    let err = decode_demo(&wrong_magic).expect_err("magic");
+    assert_eq!(err.code, ErrorCode::Parse);
+    assert!(err.message.contains("not a demo file"), "{}", err.message);
+    let err = decode_demo(b"GIF89a").expect_err("magic");
+    assert!(err.message.contains("not a demo file"), "{}", err.message);
+
+    let mut v2 = good.clone();
+    v2[8..10].copy_from_slice(&2u16.to_be_bytes());
+    let err = decode_demo(&v2).expect_err("version 2");
+    assert_eq!(err.code, ErrorCode::Unsupported);
+    assert!(
+        err.message.contains("unsupported demo version 2"),
+        "{}",
+        err.message
+    );
+
+    let mut reserved = good.clone();
+    reserved[11] = 1;
+    let err = decode_demo(&reserved).expect_err("reserved");
+    assert!(err.message.contains("reserved"), "{}", err.message);
+
+    let err = decode_demo(&good[..12]).expect_err("short header");
+    assert!(
+        err.message
+            .contains("12 bytes, shorter than its 20-byte header"),
+        "{}",
+        err.message
+    );
+
+    // Through the player, the message names the file.
+    let path = TempPath::new("badheader");
+    for (bytes, expect) in [
+        (Vec::new(), "empty"),
+        (wrong_magic, "not a demo file"),
+        (v2, "unsupported demo version 2"),
+    ] {
+        std::fs::write(&path.0, &bytes).expect("write");
+        let err = DemoPlayer::open(&path.0, Instant::now()).expect_err("bad header");
+        assert!(
+            err.message.contains(expect) && err.message.contains(&*path.0.to_string_lossy()),
+            "{}",
+            err.message
+        );
+    }
+}
+
+#[test]
+fn unwritable_and_unreadable_paths_are_clear_errors() {
+    let bad = Path::new("/nonexistent-dir/x.demo");
+    let err = DemoRecorder::create(bad, Instant::now()).expect_err("cannot create");
+    assert_eq!(err.code, ErrorCode::Io);
+    assert!(
+        err.message
+            .contains("cannot create demo file /nonexistent-dir/x.demo: "),
+        "{}",
+        err.message
+    );
+    // The operating system's reason follows the path.
+    assert!(err.message.len() > "cannot create demo file /nonexistent-dir/x.demo: ".len());
+
+    let err = DemoPlayer::open(bad, Instant::now()).expect_err("cannot read");
+    assert_eq!(err.code, ErrorCode::Io);
+    assert!(
+        err.message
+            .contains("cannot read demo file /nonexistent-dir/x.demo: "),
+        "{}",
+        err.message
+    );
+
+    // A directory is not a file either.
+    let dir = std::env::temp_dir();
+    let err = DemoRecorder::create(&dir, Instant::now()).expect_err("a directory");
+    assert_eq!(err.code, ErrorCode::Io);
+}
+
+#[test]
+fn an_io_error_while_recording_stops_recording() {
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        return; // Not Linux: nothing to fill.
+    }
+    let start = Instant::now();
+    let mut rec = DemoRecorder::create(full, start).expect("open /dev/full");
+    let item = DemoItem::State {
+        slot: 1,
+        state: state(3.0),
+    };
+    // The buffer takes a few kilobytes before the first write reaches the device.
+    let mut failed = None;
+    for i in 0..10_000u64 {
+        if let Err(e) = rec.record(start + Duration::from_millis(i), &item) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let err = failed.expect("writing to a full device fails");
+    assert_eq!(err.code, ErrorCode::Io);
+    assert!(
+        err.message.contains("/dev/full") && err.message.contains("recording stopped"),
+        "{}",
+        err.message
+    );
+    assert!(!rec.is_recording());
+    assert!(rec.failure().is_some());
+    let again = rec
+        .record(start + Duration::from_secs(100), &item)
+        .expect_err("stopped");
+    assert_eq!(again.code, ErrorCode::State);
+    assert!(again.message.contains("earlier error"), "{}", again.message);
+    let fin = rec.finish().expect_err("finish after a failure");
+    assert_eq!(fin.code, ErrorCode::State);
+}
+
+#[test]
+fn a_recorder_dropped_without_finish_still_ends_its_file() {
+    let path = TempPath::new("drop");
+    let start = Instant::now();
+    {
+        let mut rec = DemoRecorder::create(&path.0, start).expect("create");
+        rec.record(
+            start + Duration::from_millis(3),
+            &DemoItem::Event(GameEvent::PlayerJoined { slot: 4 }),
+        )
+        .expect("record");
+    }
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    assert_eq!(contents.broken, None);
+    assert_eq!(contents.items.len(), 1);
+    assert_eq!(contents.end, Some(Duration::from_millis(3)));
+}
+
+#[test]
+fn an_empty_recording_plays_nothing() {
+    let path = TempPath::new("empty");
+    let start = Instant::now();
+    let rec = DemoRecorder::create(&path.0, start).expect("create");
+    let summary = rec.finish().expect("finish");
+    assert_eq!(summary.items, 0);
+    assert_eq!(summary.duration, Duration::ZERO);
+    let mut player = DemoPlayer::open(&path.0, start).expect("open");
+    assert!(player.is_finished());
+    assert_eq!(player.broken(), None);
+    assert_eq!(player.poll_timeout(), None);
+    assert_eq!(player.poll(start + Duration::from_secs(1)), None);
+    assert_eq!(player.items_total(), 0);
+}
