@@ -14,6 +14,61 @@
 #include "parsec_net_backend.h"
 
 /**
+ * Size of the game-defined area of a ship state.
+ */
+#define NET_SHIP_GAME_AREA 32
+
+/**
+ * Capacity of `NET_Event.text` (a NUL-terminated string).
+ */
+#define NET_EVENT_TEXT_LEN 256
+
+/**
+ * Capacity of `NET_Event.data`.
+ */
+#define NET_EVENT_DATA_LEN 256
+
+/**
+ * `NET_RmEvCustom` flag: retransmit until acknowledged, deliver once and in order.
+ */
+#define NET_SEND_RELIABLE 1
+
+/**
+ * Event types of `NET_Event.type`.
+ */
+#define NET_EVENT_CONNECTED 1
+
+#define NET_EVENT_DISCONNECTED 2
+
+#define NET_EVENT_PLAYER_CONNECTED 3
+
+#define NET_EVENT_PLAYER_DISCONNECTED 4
+
+#define NET_EVENT_PLAYER_JOINED 5
+
+#define NET_EVENT_PLAYER_UNJOINED 6
+
+#define NET_EVENT_PLAYER_NAME 7
+
+#define NET_EVENT_TEXT 8
+
+#define NET_EVENT_CREATE_OBJECT 9
+
+#define NET_EVENT_CREATE_LASER 10
+
+#define NET_EVENT_CREATE_MISSILE 11
+
+#define NET_EVENT_CREATE_EXTRA 12
+
+#define NET_EVENT_KILL_OBJECT 13
+
+#define NET_EVENT_PARTICLE_OBJECT 14
+
+#define NET_EVENT_CUSTOM 15
+
+#define NET_EVENT_ERROR 16
+
+/**
  * Version of the C API and of the jump table layout.
  */
 #define NET_ABI_VERSION 1
@@ -122,6 +177,90 @@
 #define NET_ERR_INTERNAL -18
 
 /**
+ * A ship's state: sent with every packet while joined; latest wins.
+ */
+typedef struct NET_ShipState {
+  float pos[3];
+  /**
+   * Orientation quaternion x, y, z, w.
+   */
+  float orient[4];
+  float vel[3];
+  /**
+   * Game-defined bytes, carried as they are.
+   */
+  uint8_t game[NET_SHIP_GAME_AREA];
+} NET_ShipState;
+
+/**
+ * One event for the game (`NET_PollEvent`). Fields a type does not use are zero.
+ */
+typedef struct NET_Event {
+  /**
+   * One of NET_EVENT_*.
+   */
+  uint32_t type;
+  /**
+   * The slot of the player the event is about or from; -1 when none.
+   */
+  int32_t player_id;
+  /**
+   * Object id of creation and kill events.
+   */
+  uint32_t object_id;
+  /**
+   * Missile target id (0: none).
+   */
+  uint32_t target_id;
+  /**
+   * Object flags of NET_EVENT_CREATE_OBJECT.
+   */
+  uint32_t flags;
+  /**
+   * Object class (create object/laser/missile), extra index (create extra), particle type.
+   */
+  uint16_t object_class;
+  /**
+   * Game-defined type of NET_EVENT_CUSTOM.
+   */
+  uint16_t custom_type;
+  /**
+   * Position (creations; origin of particle objects).
+   */
+  float pos[3];
+  /**
+   * Direction (laser, missile).
+   */
+  float dir[3];
+  /**
+   * Orientation quaternion (create object).
+   */
+  float orient[4];
+  /**
+   * List id of NET_EVENT_KILL_OBJECT; unjoin flag of NET_EVENT_PLAYER_UNJOINED.
+   */
+  uint8_t list_id;
+  uint8_t reserved[3];
+  /**
+   * NUL-terminated: chat text, player name, or what went wrong (error, disconnect reason).
+   */
+  char text[NET_EVENT_TEXT_LEN];
+  /**
+   * Bytes of NET_EVENT_CUSTOM data.
+   */
+  uint32_t data_len;
+  uint8_t data[NET_EVENT_DATA_LEN];
+} NET_Event;
+
+/**
+ * The game's answer to "where is object `object_id` now?": write 3 floats to `pos_out` and
+ * return 1, or return 0 if unknown. Called inside NETs_MaintainNet, right before a packet with
+ * a time-critical event (object, laser, missile creation) is written; it must not call NET_
+ * functions.
+ */
+typedef int32_t (*NET_ObjectPositionCallback)(uint32_t object_id, float *pos_out, void *user);
+
+/**
  * The jump table. Read it only through `NET_GetJumpTable()` (or the NETs_ macros).
  */
 typedef struct NET_JumpTable {
@@ -167,6 +306,137 @@ extern "C" {
  * `line` must be a NUL-terminated string; `out` NULL or writable for `out_len` bytes.
  */
 int32_t NET_ConsoleExec(const char *line, char *out, size_t out_len);
+
+/**
+ * Set the local player's name (1-31 bytes, UTF-8). Sent to the others by NETs_UpdateName (or
+ * the console's `name`).
+ *
+ * # Safety
+ * `name` must be a NUL-terminated string.
+ */
+int32_t NET_SetPlayerName(const char *name);
+
+/**
+ * Set the local ship state, sent with every packet while joined (and only when it changed).
+ *
+ * # Safety
+ * `state` must be readable.
+ */
+int32_t NET_SetLocalState(const struct NET_ShipState *state);
+
+/**
+ * The latest ship state of the player in slot `player_id` (this client's own for its slot).
+ * Returns NET_OK, or NET_ERR_INVALID_ARGUMENT for an id with no player.
+ *
+ * # Safety
+ * `out` must be writable.
+ */
+int32_t NET_GetPlayerState(int32_t player_id, struct NET_ShipState *out);
+
+/**
+ * The name of the player in slot `player_id`, or NULL if there is none. The string stays valid
+ * until the next NET_FetchPlayerName for the same slot on the same thread.
+ */
+const char *NET_FetchPlayerName(int32_t player_id);
+
+/**
+ * The slot of the player that created `object_id` (from the creation events seen), or -1.
+ */
+int32_t NET_FetchOwner(uint32_t object_id);
+
+/**
+ * Take the next event: 1 written to `*out`, 0 if none is waiting, or an error (< 0).
+ *
+ * # Safety
+ * `out` must be writable.
+ */
+int32_t NET_PollEvent(struct NET_Event *out);
+
+/**
+ * Register (or with NULL remove) the object-position callback.
+ */
+int32_t NET_SetObjectPositionCallback(NET_ObjectPositionCallback callback, void *user);
+
+/**
+ * RE_CREATEOBJECT: an object of general type was created (position refreshed at send time).
+ *
+ * # Safety
+ * `pos` must point to 3 floats, `orient` to 4.
+ */
+int32_t NET_RmEvCreateObject(uint32_t object_id,
+                             uint16_t object_class,
+                             const float *pos,
+                             const float *orient,
+                             uint32_t flags);
+
+/**
+ * RE_CREATELASER: the local player fired a laser (position refreshed at send time).
+ *
+ * # Safety
+ * `pos` and `dir` must point to 3 floats each.
+ */
+int32_t NET_RmEvCreateLaser(uint32_t object_id,
+                            uint16_t object_class,
+                            const float *pos,
+                            const float *dir);
+
+/**
+ * RE_CREATEMISSILE: the local player fired a missile at `target_id` (0: none).
+ *
+ * # Safety
+ * `pos` and `dir` must point to 3 floats each.
+ */
+int32_t NET_RmEvCreateMissile(uint32_t object_id,
+                              uint16_t object_class,
+                              const float *pos,
+                              const float *dir,
+                              uint32_t target_id);
+
+/**
+ * RE_CREATEEXTRA: an extra (a collectable) was created.
+ *
+ * # Safety
+ * `pos` must point to 3 floats.
+ */
+int32_t NET_RmEvCreateExtra(uint32_t object_id, uint16_t extra_index, const float *pos);
+
+/**
+ * RE_KILLOBJECT: remove object `object_id` from list `list_id` (0-15) at the others.
+ */
+int32_t NET_RmEvKillObject(uint32_t object_id, uint8_t list_id);
+
+/**
+ * RE_SENDTEXT: a chat line (at most 255 bytes).
+ *
+ * # Safety
+ * `text` must be a NUL-terminated string.
+ */
+int32_t NET_RmEvSendText(const char *text);
+
+/**
+ * RE_PLAYERNAME: tell the others a new name (1-31 bytes); also becomes the local name.
+ *
+ * # Safety
+ * `name` must be a NUL-terminated string.
+ */
+int32_t NET_RmEvPlayerName(const char *name);
+
+/**
+ * RE_PARTICLEOBJECT: a particle object (e.g. an energy field) was created at `origin`.
+ *
+ * # Safety
+ * `origin` must point to 3 floats.
+ */
+int32_t NET_RmEvParticleObject(uint16_t particle_type, const float *origin);
+
+/**
+ * RE_CUSTOM: game-defined event `custom_type` with `len` bytes (at most 256) of `data`;
+ * `flags` NET_SEND_RELIABLE (delivered once, in order) or 0 (may be lost).
+ *
+ * # Safety
+ * `data` must be readable for `len` bytes (may be NULL when `len` is 0).
+ */
+int32_t NET_RmEvCustom(uint16_t custom_type, const void *data, size_t len, uint32_t flags);
 
 /**
  * The table's address, for C: `const NET_JumpTable *NET_GetJumpTable(void)`.

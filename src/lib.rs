@@ -7,6 +7,8 @@
 
 pub mod console;
 pub mod ffi_guard;
+pub mod game_calls;
+pub mod game_types;
 pub mod global;
 pub mod jump_table;
 pub mod lifecycle;

@@ -18,7 +18,15 @@ fn call(
 }
 
 pub extern "C" fn connect_via<const K: u8>() -> i32 {
-    call(K, |sub, now| sub.connect(now))
+    call(K, |sub, now| {
+        // No address: the server from net.server for client-server protocols, else discovery.
+        let server = sub
+            .settings()
+            .server
+            .clone()
+            .filter(|_| sub.protocol().is_client_server());
+        sub.connect(now, server.as_deref()).map(|_| ())
+    })
 }
 
 pub extern "C" fn disconnect_via<const K: u8>() -> i32 {

@@ -1,8 +1,9 @@
 /*
  * jump_table.c: checks the NETs_ jump table as a C caller sees it: NET_GetJumpTable() is not
  * NULL and stable, its header matches this header's NET_ABI_VERSION and sizeof(NET_JumpTable),
- * every entry is set, and a call through it (NETs_Connect without a protocol) returns
- * NET_ERR_NO_PROTOCOL with a message, exactly like the exported function.
+ * every entry is set, the peer-to-peer protocol is bound after NET_Init, and calls through the
+ * table answer exactly like the exported functions (a game call before connecting is refused
+ * with NET_ERR_NOT_CONNECTED; a connect starts and a second one is refused).
  * Exit status 0 only if every check passed.
  */
 
@@ -10,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "parsec_net.h"
@@ -56,11 +58,22 @@ int main(void)
     expect_true("NET_GetJumpTable() returns the same table after NET_Init",
                 NET_GetJumpTable() == t, "");
     expect_entries_set(t);
-    expect_code("t->Connect() without a protocol", t->Connect(), NET_ERR_NO_PROTOCOL);
-    expect_code("NETs_Connect() (the header's macro)", NETs_Connect(), NET_ERR_NO_PROTOCOL);
-    expect_code("(NETs_Connect)() (the exported function)", (NETs_Connect)(),
-                NET_ERR_NO_PROTOCOL);
-    expect_code("t->Unjoin(7) without a protocol", t->Unjoin(7), NET_ERR_NO_PROTOCOL);
+    {
+        char out[256];
+        int32_t rc = NET_ConsoleExec("net.subsys", out, sizeof out);
+        expect_true("peer-to-peer is the protocol after NET_Init",
+                    rc == NET_OK && strstr(out, "peer") != NULL, out);
+        NET_ConsoleExec("net.udp.bind 127.0.0.1", out, sizeof out);
+        NET_ConsoleExec("net.port 0", out, sizeof out);
+    }
+    expect_code("t->Unjoin(7) before connecting", t->Unjoin(7), NET_ERR_NOT_CONNECTED);
+    expect_code("(NETs_Unjoin)(7) (the exported function)", (NETs_Unjoin)(7), NET_ERR_NOT_CONNECTED);
+    expect_code("t->Connect() starts connecting", t->Connect(), NET_OK);
+    expect_code("NETs_Connect() (the header's macro) while connecting", NETs_Connect(),
+                NET_ERR_STATE);
+    expect_code("(NETs_Connect)() (the exported function) while connecting", (NETs_Connect)(),
+                NET_ERR_STATE);
+    expect_code("t->Disconnect()", t->Disconnect(), NET_OK);
     t->MaintainNet();
     expect_true("t->MaintainNet() returns", 1, "");
     NET_Shutdown();

@@ -9,6 +9,7 @@
 pub mod console;
 pub mod demo;
 pub mod error;
+pub mod game;
 pub mod packet_api;
 pub mod protocol;
 pub mod rmev;

@@ -67,18 +67,45 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
             "'70000' is not a port number",
         ),
         ("net.port -1", ErrorCode::Parse, "not a port number"),
-        ("net.port", ErrorCode::InvalidArgument, "no port given"),
         (
             "net.subsys warp",
             ErrorCode::InvalidArgument,
             "unknown protocol 'warp'",
         ),
         (
-            "net.subsys",
+            "net.sendfreq 61",
             ErrorCode::InvalidArgument,
-            "no protocol given",
+            "61 is outside 5-60",
         ),
-        ("net.api", ErrorCode::InvalidArgument, "no backend given"),
+        (
+            "net.sendfreq fast",
+            ErrorCode::Parse,
+            "'fast' is not a number",
+        ),
+        ("net.rate -5", ErrorCode::Parse, "is not a number"),
+        (
+            "net.server host:99999",
+            ErrorCode::Parse,
+            "'99999' is not a port number",
+        ),
+        (
+            "net.server two words",
+            ErrorCode::InvalidArgument,
+            "is not HOST[:PORT]",
+        ),
+        (
+            "name this name is far too long for parsec",
+            ErrorCode::TooLarge,
+            "at most 31 bytes",
+        ),
+        ("unjoin 300", ErrorCode::InvalidArgument, "outside 0-255"),
+        ("record", ErrorCode::InvalidArgument, "no file given"),
+        (
+            "play /no/such/demo.file",
+            ErrorCode::Io,
+            "/no/such/demo.file",
+        ),
+        ("stop", ErrorCode::State, "nothing is recording or playing"),
         (
             "net.api bad name!",
             ErrorCode::InvalidArgument,
@@ -137,16 +164,44 @@ fn empty_and_blank_lines_do_nothing() {
 }
 
 #[test]
-fn protocol_calls_without_a_protocol_say_how_to_choose_one() {
+fn game_calls_before_connecting_say_so() {
     let mut sub = Subsystem::new();
-    for line in ["connect", "disconnect", "join", "unjoin"] {
+    assert_eq!(
+        sub.protocol().console_name(),
+        "peer",
+        "peer-to-peer is the default protocol"
+    );
+    for line in ["disconnect", "join", "unjoin", "say hello"] {
         let (out, result) = exec(&mut sub, line);
-        assert_eq!(result, Err(ErrorCode::NoProtocol), "{line}");
         assert!(
-            out.contains("net.subsys peer|slotserver|gameserver"),
+            matches!(result, Err(ErrorCode::NotConnected)),
             "{line}: {out}"
         );
+        assert!(out.contains("not connected"), "{line}: {out}");
     }
+}
+
+#[test]
+fn settings_without_an_argument_show_their_value() {
+    let mut sub = Subsystem::new();
+    for (line, shown) in [
+        ("net.port", "net.port = 6526"),
+        ("net.subsys", "net.subsys = peer"),
+        ("net.sendfreq", "net.sendfreq = 20 Hz"),
+        (
+            "net.peer.connect_interval",
+            "net.peer.connect_interval = 330 ms",
+        ),
+        ("net.peer.slot_tries", "net.peer.slot_tries = 20"),
+    ] {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Ok(()), "{line}");
+        assert_eq!(out, shown);
+    }
+    assert_eq!(exec(&mut sub, "net.sendfreq 30").1, Ok(()));
+    assert_eq!(sub.settings().send_hz, 30);
+    assert_eq!(exec(&mut sub, "net.peer.reply_wait 250").1, Ok(()));
+    assert_eq!(sub.settings().peer.reply_wait.as_millis(), 250);
 }
 
 #[test]
@@ -164,7 +219,7 @@ fn backend_options_are_stored_per_backend() {
 #[test]
 fn completion_offers_commands_and_first_arguments() {
     assert_eq!(
-        console::completions("net.s"),
+        console::completions("net.su"),
         vec!["net.subsys".to_string()]
     );
     assert_eq!(

@@ -20,6 +20,10 @@ pub fn source_towards(dest: SocketAddr) -> io::Result<SocketAddr> {
     if dest.port() == 0 {
         dest.set_port(9);
     }
+    // A broadcast destination can only be "connected" with SO_BROADCAST set.
+    if dest.is_ipv4() {
+        socket.set_broadcast(true)?;
+    }
     socket.connect(&dest.into())?;
     socket
         .local_addr()?
@@ -84,6 +88,16 @@ mod tests {
         match source_towards("[::1]:6526".parse().unwrap()) {
             Ok(got) => assert_eq!(got.ip(), "::1".parse::<IpAddr>().unwrap()),
             Err(e) => println!("SKIPPED: no IPv6 loopback ({e})"),
+        }
+    }
+
+    #[test]
+    fn source_towards_broadcast_is_an_interface_address() {
+        let dest: SocketAddr = "255.255.255.255:6526".parse().unwrap();
+        match source_towards(dest) {
+            Ok(src) => assert!(!src.ip().is_unspecified(), "{src}"),
+            // A sandbox without any route may refuse; what must not happen is EACCES.
+            Err(e) => assert_ne!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
         }
     }
 

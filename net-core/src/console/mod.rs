@@ -4,6 +4,9 @@
 //! and the usage; they never panic and never change state.
 
 mod commands;
+mod game_calls;
+mod info;
+mod settings;
 
 use std::time::Instant;
 

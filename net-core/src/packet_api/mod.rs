@@ -406,6 +406,11 @@ impl PacketLayer {
         if let Some(datagram) = self.incoming.pop_front() {
             return Ok(Some(datagram));
         }
+        self.receive_new(options)
+    }
+
+    /// The next datagram from the backend itself, bypassing the datagrams kept for the game.
+    pub fn receive_new(&mut self, options: &str) -> NetResult<Option<Datagram>> {
         let socket = self.socket(options)?;
         let mut buf = vec![0u8; socket.backend().max_payload()];
         match socket.receive(&mut buf) {

@@ -30,6 +30,9 @@ pub use events::GameEvent;
 pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
 pub use players::{ObjectOwners, Player, PlayerTable};
 
+/// Most state updates kept for a tap that is not read.
+const STATE_TAP_LIMIT: usize = 4096;
+
 /// How two nodes are compared for equality (the backend's comparison).
 pub type NodeEq = Arc<dyn Fn(&Node, &Node) -> bool + Send + Sync>;
 
@@ -131,6 +134,8 @@ pub struct Session {
     events: VecDeque<GameEvent>,
     protocol_events: VecDeque<(u8, RemoteEvent)>,
     deliveries: Vec<Delivery>,
+    /// Remote state updates, kept only while someone taps them (demo recording).
+    state_tap: Option<VecDeque<(u8, ShipState)>>,
     stats: SessionStats,
 }
 
@@ -189,6 +194,7 @@ impl Session {
             events: VecDeque::new(),
             protocol_events: VecDeque::new(),
             deliveries: Vec::new(),
+            state_tap: None,
             stats: SessionStats::default(),
         }
     }
@@ -537,6 +543,11 @@ impl Session {
                     if let Some(player) = self.players.get_mut(origin) {
                         player.state = state;
                         player.state_time = Some(now);
+                        if let Some(tap) = self.state_tap.as_mut() {
+                            if tap.len() < STATE_TAP_LIMIT {
+                                tap.push_back((origin, state));
+                            }
+                        }
                     }
                 }
                 Delivery::Event(event) => {
@@ -724,6 +735,20 @@ impl Session {
     /// The next event for the game.
     pub fn poll_event(&mut self) -> Option<GameEvent> {
         self.events.pop_front()
+    }
+
+    /// Start or stop keeping remote state updates for `poll_state_update` (demo recording).
+    pub fn set_state_tap(&mut self, on: bool) {
+        self.state_tap = on.then(VecDeque::new);
+    }
+
+    pub fn is_state_tapped(&self) -> bool {
+        self.state_tap.is_some()
+    }
+
+    /// The next remote state update, while the state tap is on.
+    pub fn poll_state_update(&mut self) -> Option<(u8, ShipState)> {
+        self.state_tap.as_mut()?.pop_front()
     }
 }
 

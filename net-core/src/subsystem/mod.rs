@@ -5,6 +5,9 @@
 //! the C API groups them: packet API (`*_node`, `send_datagram`, `receive_datagram`), protocol
 //! calls (`connect`, ..., `maintain`), and the console (`console_exec`).
 
+mod driver;
+pub mod settings;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,8 +15,10 @@ use std::time::{Duration, Instant};
 use parsec_backend_abi::NET_Node;
 
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::game::GameInterface;
 use crate::packet_api::{loader, Backend, BackendSpec, Datagram, PacketLayer};
-use crate::protocol::{self, ProtocolKind};
+use crate::protocol::{ClientProtocol, ProtocolKind};
+pub use settings::NetSettings;
 
 /// Longest node text accepted by `resolve_node`.
 pub const MAX_NODE_TEXT: usize = 255;
@@ -24,6 +29,8 @@ pub struct InputErrors {
     pub console_lines: u64,
     pub node_texts: u64,
     pub datagrams_refused: u64,
+    /// Game-protocol datagrams that arrived while no protocol was active.
+    pub game_packets_without_protocol: u64,
 }
 
 /// One networking instance.
@@ -31,33 +38,70 @@ pub struct Subsystem {
     packets: PacketLayer,
     /// `net.<backend>.<key> value` settings, by backend name.
     backend_options: BTreeMap<String, BTreeMap<String, String>>,
-    protocol: ProtocolKind,
+    protocol_kind: ProtocolKind,
+    protocol: Option<Box<dyn ClientProtocol>>,
+    settings: NetSettings,
+    game: GameInterface,
     input_errors: InputErrors,
     started: Instant,
+    /// Where the last `connect` went (None: broadcast discovery), to connect again after a
+    /// backend switch.
+    last_target: Option<String>,
+    transmit_buf: Vec<u8>,
 }
 
 impl Subsystem {
     /// A new instance with the UDP backend selected (opened on first use) if it can be found,
-    /// and no protocol selected.
+    /// and the peer-to-peer protocol selected.
     pub fn new() -> Subsystem {
         let mut sub = Subsystem {
             packets: PacketLayer::new(),
             backend_options: BTreeMap::new(),
-            protocol: ProtocolKind::Unselected,
+            protocol_kind: ProtocolKind::Unselected,
+            protocol: None,
+            settings: NetSettings::default(),
+            game: GameInterface::default(),
             input_errors: InputErrors::default(),
             started: Instant::now(),
+            last_target: None,
+            transmit_buf: vec![0; 65_536],
         };
         match loader::load(&BackendSpec::Name("udp".into())) {
             Ok(backend) => sub.packets.select(backend),
             Err(err) => log::warn!("default backend udp not available: {err}"),
+        }
+        if let Err(err) = sub.select_protocol(ProtocolKind::Peer, Instant::now()) {
+            log::warn!("default protocol: {err}");
         }
         sub
     }
 
     // ----- getters ---------------------------------------------------------------------------
 
+    /// The protocol bound now (`net.subsys`).
     pub fn protocol(&self) -> ProtocolKind {
-        self.protocol
+        self.protocol_kind
+    }
+
+    /// The protocol module, if one is bound.
+    pub fn protocol_module(&self) -> Option<&dyn ClientProtocol> {
+        self.protocol.as_deref()
+    }
+
+    pub fn settings(&self) -> &NetSettings {
+        &self.settings
+    }
+
+    pub fn settings_mut(&mut self) -> &mut NetSettings {
+        &mut self.settings
+    }
+
+    pub fn game(&self) -> &GameInterface {
+        &self.game
+    }
+
+    pub fn game_mut(&mut self) -> &mut GameInterface {
+        &mut self.game
     }
 
     pub fn packets(&self) -> &PacketLayer {
@@ -158,10 +202,17 @@ impl Subsystem {
 
     /// The next datagram for the game (not for the game protocol), copied into `buf`.
     /// A datagram that does not fit stays queued and `BufferTooSmall` says how big it is.
+    /// Game-protocol datagrams met on the way go to the protocol.
     pub fn receive_datagram(&mut self, buf: &mut [u8]) -> NetResult<Option<(NET_Node, usize)>> {
         let options = self.current_options();
-        let Some(datagram) = self.packets.receive(&options)? else {
-            return Ok(None);
+        let datagram = loop {
+            let Some(datagram) = self.packets.receive(&options)? else {
+                return Ok(None);
+            };
+            if !crate::wire::is_game_packet(&datagram.data) {
+                break datagram;
+            }
+            self.route_to_protocol(Instant::now(), datagram);
         };
         if datagram.data.len() > buf.len() {
             let len = datagram.data.len();
@@ -201,14 +252,14 @@ impl Subsystem {
                 return Err(NetError::new(e.code, format!("{}; {keeping}", e.message)));
             }
         };
-        if !backend.supports_client_server() && self.protocol.is_client_server() {
+        if !backend.supports_client_server() && self.protocol_kind.is_client_server() {
             self.packets.note_failed_switch();
             return Err(NetError::new(
                 ErrorCode::Unsupported,
                 format!(
                     "{} supports only the peer-to-peer protocol, and {} is selected; {keeping}",
                     backend.name(),
-                    self.protocol
+                    self.protocol_kind
                 ),
             ));
         }
@@ -259,56 +310,6 @@ impl Subsystem {
         })
     }
 
-    // ----- protocol calls --------------------------------------------------------------------
-
-    /// `net.subsys NAME`.
-    pub fn select_protocol(&mut self, kind: ProtocolKind) -> NetResult<String> {
-        if kind.is_client_server() {
-            if let Some(backend) = self.packets.backend() {
-                if !backend.supports_client_server() {
-                    return Err(NetError::new(
-                        ErrorCode::Unsupported,
-                        format!("{} supports only the peer-to-peer protocol; switch with net.api udp first", backend.name()),
-                    ));
-                }
-            }
-        }
-        Err(NetError::new(
-            ErrorCode::Unsupported,
-            format!("the {kind} protocol is not available in this build; no protocol selected"),
-        ))
-    }
-
-    pub fn connect(&mut self, _now: Instant) -> NetResult<()> {
-        Err(protocol::no_protocol_error("connect"))
-    }
-
-    pub fn disconnect(&mut self, _now: Instant) -> NetResult<()> {
-        Err(protocol::no_protocol_error("disconnect"))
-    }
-
-    pub fn join(&mut self, _now: Instant) -> NetResult<()> {
-        Err(protocol::no_protocol_error("join"))
-    }
-
-    pub fn unjoin(&mut self, _flag: u8, _now: Instant) -> NetResult<()> {
-        Err(protocol::no_protocol_error("unjoin"))
-    }
-
-    pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
-        Err(protocol::no_protocol_error("update name"))
-    }
-
-    /// Once per frame: send what waits, receive, run timers.
-    pub fn maintain(&mut self, _now: Instant) {
-        if self.packets.is_open() {
-            let options = self.current_options();
-            if let Err(err) = self.packets.flush(&options) {
-                log::debug!("maintain: {err}");
-            }
-        }
-    }
-
     // ----- console ---------------------------------------------------------------------------
 
     /// Run one console line (several commands may be separated by ';').
@@ -320,8 +321,17 @@ impl Subsystem {
         reply
     }
 
-    /// Close the backend socket (flushing queued datagrams first).
+    /// Leave the game (telling the others), finish a recording, close the backend socket
+    /// (flushing queued datagrams first).
     pub fn shutdown(&mut self) {
+        let now = Instant::now();
+        if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
+            let _ = self.disconnect(now);
+            self.maintain(now);
+        }
+        if self.game.is_recording() {
+            let _ = self.game.stop(now);
+        }
         self.packets.close();
     }
 }

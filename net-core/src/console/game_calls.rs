@@ -1,0 +1,101 @@
+//! Console commands that act in the game: `connect`, `disconnect`, `join`, `unjoin`, `name`,
+//! `say`, `servers`, and the demo commands `record`, `play`, `stop`.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::commands::{no_args, number_in};
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::subsystem::Subsystem;
+
+pub fn connect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    if args.contains(char::is_whitespace) {
+        return Err(NetError::invalid(format!(
+            "'{}' is not HOST[:PORT]",
+            args.escape_debug()
+        )));
+    }
+    sub.connect(now, (!args.is_empty()).then_some(args))
+}
+
+pub fn disconnect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    sub.disconnect(now).map(|()| "disconnected".to_string())
+}
+
+pub fn join(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    sub.join(now).map(|()| "joined the game".to_string())
+}
+
+pub fn unjoin(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    let flag = if args.is_empty() {
+        0
+    } else {
+        number_in(args, 0, 255, "unjoin flag")? as u8
+    };
+    sub.unjoin(flag, now)
+        .map(|()| "left the game (still connected)".to_string())
+}
+
+pub fn name(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("name = {}", sub.game().name()));
+    }
+    sub.set_player_name(args)?;
+    match sub.update_name(now) {
+        Ok(()) => Ok(format!("name = {args} (the others are told)")),
+        Err(err) if err.code == ErrorCode::NotConnected || err.code == ErrorCode::NoProtocol => {
+            Ok(format!("name = {args}"))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+pub fn say(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Err(NetError::invalid("nothing to say"));
+    }
+    sub.say(args).map(|()| String::new())
+}
+
+pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    if sub.settings().masters.is_empty() {
+        return Err(NetError::invalid(
+            "no masterserver set (net.master HOST[:PORT])",
+        ));
+    }
+    Err(NetError::new(
+        ErrorCode::Unsupported,
+        "the server list is not available in this build",
+    ))
+}
+
+fn demo_path(args: &str) -> NetResult<&Path> {
+    if args.is_empty() {
+        return Err(NetError::invalid("no file given"));
+    }
+    if args.len() > 4096 {
+        return Err(NetError::new(
+            ErrorCode::TooLarge,
+            "file name longer than 4096 bytes",
+        ));
+    }
+    Ok(Path::new(args))
+}
+
+pub fn record(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    let path = demo_path(args)?;
+    sub.game_mut().start_recording(path, now)
+}
+
+pub fn play(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    let path = demo_path(args)?;
+    sub.game_mut().start_playback(path, now)
+}
+
+pub fn stop(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    sub.game_mut().stop(now)
+}

@@ -1,0 +1,227 @@
+//! Console commands that only report: `help`, `status`, `players`.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use super::commands::{no_args, BACKEND_OPTION, COMMANDS};
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::packet_api::BackendOrigin;
+use crate::subsystem::Subsystem;
+
+pub fn help(_sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        let mut out = String::from("commands:\n");
+        for c in COMMANDS.iter().chain(std::iter::once(&BACKEND_OPTION)) {
+            let _ = writeln!(out, "  {:<44} {}", c.usage, c.summary);
+        }
+        return Ok(out.trim_end().to_string());
+    }
+    match super::find_command(args) {
+        Some(c) => Ok(format!("usage: {}\n{}", c.usage, c.summary)),
+        None => Err(NetError::new(
+            ErrorCode::UnknownCommand,
+            format!(
+                "no command named '{}'; type help for the command list",
+                args.escape_debug()
+            ),
+        )),
+    }
+}
+
+fn yes_no(v: bool) -> &'static str {
+    if v {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn millis(d: Option<std::time::Duration>) -> String {
+    d.map_or("-".to_string(), |d| {
+        format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+    })
+}
+
+pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    let mut out = String::new();
+    let connection = sub
+        .protocol_module()
+        .map_or("no protocol selected".to_string(), |p| p.describe());
+    let _ = writeln!(out, "protocol: {} ({connection})", sub.protocol());
+    match sub.packets().backend().cloned() {
+        Some(b) => {
+            let origin = match b.origin() {
+                BackendOrigin::Library(path) => path.display().to_string(),
+                BackendOrigin::InProcess => "in-process".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "backend: {} ({origin}), max payload {} bytes, broadcast {}, client-server {}",
+                b.name(),
+                b.max_payload(),
+                yes_no(b.supports_broadcast()),
+                yes_no(b.supports_client_server())
+            );
+        }
+        None => out.push_str("backend: none\n"),
+    }
+    if sub.packets().is_open() {
+        let local = match sub.local_node() {
+            Ok(node) => sub.print_node(&node).unwrap_or_else(|e| e.message),
+            Err(e) => format!("unknown ({e})"),
+        };
+        let port = sub.packets().bound_port().unwrap_or(sub.packets().port());
+        let _ = writeln!(out, "socket: open on port {port}, local node {local}");
+    } else {
+        let _ = writeln!(
+            out,
+            "socket: closed (opens on first use, port {})",
+            sub.packets().port()
+        );
+    }
+    let session_line = sub.protocol_module().and_then(|p| p.session()).map(|session| {
+        let links: Vec<_> = session.links().map(|(_, l)| l).collect();
+        let rtts: Vec<_> = links.iter().filter_map(|l| l.rtt()).collect();
+        let rtt = (!rtts.is_empty()).then(|| rtts.iter().sum::<std::time::Duration>() / rtts.len() as u32);
+        let loss = if links.is_empty() { 0.0 } else { links.iter().map(|l| l.loss()).sum::<f64>() / links.len() as f64 };
+        let s = session.stats();
+        let secs = sub.uptime(now).as_secs_f64().max(0.001);
+        format!(
+            "game: slot {}, {} other players, {}, rtt {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
+            session.my_slot(),
+            session.players().len(),
+            if session.is_joined() { "joined" } else { "not joined" },
+            millis(rtt),
+            loss * 100.0,
+            s.packets_sent,
+            s.packets_sent as f64 / secs,
+            s.packets_accepted,
+            s.packets_accepted as f64 / secs,
+            s.packets_rejected,
+            s.events_sent,
+            s.events_received,
+            session.unacknowledged()
+        )
+    });
+    if let Some(line) = session_line {
+        let _ = writeln!(out, "{line}");
+    }
+    let settings = sub.settings();
+    let _ = writeln!(
+        out,
+        "settings: name {}, send frequency {} Hz, rate {}, server {}, masters {}",
+        sub.game().name(),
+        settings.send_hz,
+        if settings.rate == 0 {
+            "unlimited".to_string()
+        } else {
+            format!("{} bytes/s", settings.rate)
+        },
+        settings.server.as_deref().unwrap_or("none"),
+        if settings.masters.is_empty() {
+            "none".to_string()
+        } else {
+            settings.masters.join(", ")
+        }
+    );
+    let s = sub.packets().stats().clone();
+    let e = sub.input_errors().clone();
+    let _ = writeln!(
+        out,
+        "datagrams: sent {} ({} bytes), received {} ({} bytes), deferred {}, waiting to send {}, waiting to be read {}",
+        s.datagrams_sent,
+        s.bytes_sent,
+        s.datagrams_received,
+        s.bytes_received,
+        s.send_deferred,
+        sub.packets().outgoing_len(),
+        sub.packets().incoming_len()
+    );
+    let protocol_counters = sub
+        .protocol_module()
+        .map(|p| {
+            p.counters()
+                .iter()
+                .filter(|(_, v)| *v > 0)
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "errors: send {}, receive {}, oversize {}, queue overflow {}, bad node texts {}, bad console lines {}, game packets without protocol {}",
+        s.send_errors,
+        s.receive_errors,
+        s.oversize_rejected,
+        s.queue_overflow,
+        e.node_texts,
+        e.console_lines,
+        e.game_packets_without_protocol
+    );
+    if !protocol_counters.is_empty() {
+        let _ = writeln!(out, "protocol counters: {protocol_counters}");
+    }
+    let g = sub.game().stats();
+    let demo = if sub.game().is_recording() {
+        "recording"
+    } else if sub.game().is_playing() {
+        "playing"
+    } else {
+        "off"
+    };
+    let _ = writeln!(
+        out,
+        "events for the game: {} queued, {} polled, {} waiting, {} dropped; demo {demo}",
+        g.events_queued,
+        g.events_polled,
+        sub.game().pending_events(),
+        g.events_dropped
+    );
+    let _ = writeln!(
+        out,
+        "switches: {} done, {} failed; during switches {} queued datagrams sent, {} received kept, {} lost",
+        s.switches, s.failed_switches, s.flushed_on_switch, s.drained_on_switch, s.lost_on_switch
+    );
+    let _ = write!(out, "uptime: {:.1} s", sub.uptime(now).as_secs_f64());
+    Ok(out)
+}
+
+pub fn players(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    no_args(args)?;
+    let Some(session) = sub.protocol_module().and_then(|p| p.session()) else {
+        return Ok("not connected to a game".to_string());
+    };
+    let mut out = format!(
+        "{:<5} {:<32} {:<8} {:<28} {:>10} {:>7} {:>10}\n",
+        "slot", "name", "joined", "node", "rtt", "loss", "heard"
+    );
+    let _ = writeln!(
+        out,
+        "{:<5} {:<32} {:<8} {:<28} {:>10} {:>7} {:>10}",
+        session.my_slot(),
+        sub.game().name().to_string(),
+        yes_no(session.is_joined()),
+        "(this client)",
+        "-",
+        "-",
+        "-"
+    );
+    for p in session.players().iter() {
+        let link = session.link(p.slot);
+        let node = sub.print_node(&p.node).unwrap_or_else(|_| "?".to_string());
+        let _ = writeln!(
+            out,
+            "{:<5} {:<32} {:<8} {:<28} {:>10} {:>6.1}% {:>8.1} s",
+            p.slot,
+            p.name.to_string(),
+            yes_no(p.joined),
+            node,
+            millis(link.and_then(|l| l.rtt())),
+            link.map_or(0.0, |l| l.loss()) * 100.0,
+            now.saturating_duration_since(p.last_heard).as_secs_f64()
+        );
+    }
+    Ok(out.trim_end().to_string())
+}

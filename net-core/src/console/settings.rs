@@ -1,0 +1,220 @@
+//! Console commands that change settings: `net.subsys`, `net.api`, `net.port`, `net.server`,
+//! `net.master`, `net.sendfreq`, `net.rate`, `net.timeout`, `net.peer.*` and the backend options
+//! `net.BACKEND.OPTION`. Without an argument a setting shows its value.
+
+use std::time::{Duration, Instant};
+
+use super::commands::number_in;
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::protocol::ProtocolKind;
+use crate::subsystem::settings::{MAX_MASTERS, SEND_HZ_RANGE};
+use crate::subsystem::Subsystem;
+
+pub fn net_subsys(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("net.subsys = {}", sub.protocol()));
+    }
+    let kind = ProtocolKind::from_console_name(args)
+        .ok_or_else(|| NetError::invalid(format!("unknown protocol '{}'", args.escape_debug())))?;
+    sub.select_protocol(kind, now)
+}
+
+pub fn net_api(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        let current = sub
+            .packets()
+            .backend()
+            .map_or("none".to_string(), |b| b.name().to_string());
+        return Ok(format!("net.api = {current}"));
+    }
+    sub.switch_backend_in_session(args, now)
+}
+
+pub fn net_port(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("net.port = {}", sub.packets().port()));
+    }
+    let port: u16 = args.parse().map_err(|_| {
+        NetError::new(
+            ErrorCode::Parse,
+            format!("'{}' is not a port number (0-65535)", args.escape_debug()),
+        )
+    })?;
+    sub.set_port(port)
+}
+
+/// Check a `HOST[:PORT]` argument: printable, no spaces, a sane length.
+fn host_port(args: &str) -> NetResult<String> {
+    if args.len() > 255
+        || args.contains(char::is_whitespace)
+        || args.chars().any(|c| c.is_control())
+    {
+        return Err(NetError::invalid(format!(
+            "'{}' is not HOST[:PORT]",
+            args.escape_debug()
+        )));
+    }
+    if let Some((_, port)) = args
+        .rsplit_once(':')
+        .filter(|(h, _)| !h.contains(':') || h.ends_with(']'))
+    {
+        port.parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| {
+                NetError::new(
+                    ErrorCode::Parse,
+                    format!("'{port}' is not a port number (1-65535)"),
+                )
+            })?;
+    }
+    Ok(args.to_string())
+}
+
+pub fn net_server(
+    sub: &mut Subsystem,
+    _name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!(
+            "net.server = {}",
+            sub.settings().server.as_deref().unwrap_or("none")
+        ));
+    }
+    let server = host_port(args)?;
+    sub.settings_mut().server = Some(server.clone());
+    Ok(format!("net.server = {server}"))
+}
+
+pub fn net_master(
+    sub: &mut Subsystem,
+    _name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    let masters = &mut sub.settings_mut().masters;
+    if args.is_empty() {
+        return Ok(format!(
+            "net.master = {}",
+            if masters.is_empty() {
+                "none".to_string()
+            } else {
+                masters.join(", ")
+            }
+        ));
+    }
+    if args == "clear" {
+        masters.clear();
+        return Ok("masterserver list cleared".to_string());
+    }
+    let master = host_port(args)?;
+    if masters.contains(&master) {
+        return Ok(format!("{master} is already a masterserver"));
+    }
+    if masters.len() >= MAX_MASTERS {
+        return Err(NetError::new(
+            ErrorCode::Full,
+            format!("at most {MAX_MASTERS} masterservers (net.master clear first)"),
+        ));
+    }
+    masters.push(master);
+    Ok(format!("net.master = {}", masters.join(", ")))
+}
+
+pub fn net_sendfreq(
+    sub: &mut Subsystem,
+    _name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("net.sendfreq = {} Hz", sub.settings().send_hz));
+    }
+    let (lo, hi) = SEND_HZ_RANGE;
+    let hz = number_in(args, lo.into(), hi.into(), "Hz")? as u32;
+    sub.settings_mut().set_send_hz(hz)?;
+    Ok(format!("net.sendfreq = {hz} Hz (from the next connect)"))
+}
+
+pub fn net_rate(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("net.rate = {} bytes/s", sub.settings().rate));
+    }
+    let rate = number_in(args, 0, 100_000_000, "bytes per second")? as u32;
+    sub.settings_mut().rate = rate;
+    Ok(format!("net.rate = {rate} bytes/s"))
+}
+
+pub fn net_timeout(
+    sub: &mut Subsystem,
+    _name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!(
+            "net.timeout = {} s",
+            sub.settings().peer_timeout.as_secs()
+        ));
+    }
+    let secs = number_in(args, 2, 3600, "seconds")?;
+    sub.settings_mut().peer_timeout = Duration::from_secs(secs);
+    Ok(format!("net.timeout = {secs} s (from the next connect)"))
+}
+
+/// `net.peer.*`: the peer-to-peer timings (used from the next connect).
+pub fn peer_timing(
+    sub: &mut Subsystem,
+    name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    let timings = &mut sub.settings_mut().peer;
+    let key = name.trim_start_matches("net.peer.");
+    if args.is_empty() {
+        let value = match key {
+            "connect_tries" => timings.connect_tries.to_string(),
+            "connect_interval" => format!("{} ms", timings.connect_interval.as_millis()),
+            "slot_tries" => timings.slot_tries.to_string(),
+            "slot_interval" => format!("{} ms", timings.slot_interval.as_millis()),
+            _ => format!("{} ms", timings.reply_wait.as_millis()),
+        };
+        return Ok(format!("{name} = {value}"));
+    }
+    match key {
+        "connect_tries" => timings.connect_tries = number_in(args, 1, 1000, "tries")? as u32,
+        "connect_interval" => {
+            timings.connect_interval = Duration::from_millis(number_in(args, 10, 60_000, "ms")?)
+        }
+        "slot_tries" => timings.slot_tries = number_in(args, 1, 1000, "tries")? as u32,
+        "slot_interval" => {
+            timings.slot_interval = Duration::from_millis(number_in(args, 10, 60_000, "ms")?)
+        }
+        _ => timings.reply_wait = Duration::from_millis(number_in(args, 1, 60_000, "ms")?),
+    }
+    Ok(format!("{name} = {args} (from the next connect)"))
+}
+
+pub fn backend_option(
+    sub: &mut Subsystem,
+    name: &str,
+    args: &str,
+    _now: Instant,
+) -> NetResult<String> {
+    let mut parts = name.splitn(3, '.');
+    let (_, backend, key) = (
+        parts.next(),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
+    if args.is_empty() {
+        let current = sub.backend_options().get(backend).and_then(|o| o.get(key));
+        return Ok(match current {
+            Some(v) => format!("{name} = {v}"),
+            None => format!("{name} is not set"),
+        });
+    }
+    sub.set_backend_option(backend, key, args)
+}

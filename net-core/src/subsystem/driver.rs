@@ -1,0 +1,409 @@
+//! The protocol driver: binds the selected protocol module to the packet layer and the game
+//! interface. It does the I/O the sans-IO protocol asks for (each `maintain` call receives,
+//! runs timers, refreshes time-critical positions, sends) and routes what comes out: events to
+//! the game (and to a demo being recorded), datagrams to the backend.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::Subsystem;
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
+use crate::protocol::peer::PeerProtocol;
+use crate::protocol::{no_protocol_error, ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
+use crate::rmev::{ChatText, PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
+use crate::session::{GameEvent, Session};
+
+/// Most datagrams one `maintain` call reads (the rest wait for the next frame).
+const MAX_RECEIVE_PER_FRAME: usize = 1024;
+
+impl Subsystem {
+    // ----- protocol selection and calls -------------------------------------------------------
+
+    /// `net.subsys NAME`: bind another protocol, disconnecting first if connected.
+    pub fn select_protocol(&mut self, kind: ProtocolKind, now: Instant) -> NetResult<String> {
+        if kind.is_client_server() {
+            if let Some(backend) = self.packets.backend() {
+                if !backend.supports_client_server() {
+                    return Err(NetError::new(
+                        ErrorCode::Unsupported,
+                        format!(
+                            "{} supports only the peer-to-peer protocol; switch the packet backend first (net.api udp)",
+                            backend.name()
+                        ),
+                    ));
+                }
+            }
+        }
+        if kind == self.protocol_kind && self.protocol.is_some() {
+            return Ok(format!("protocol {kind} is already selected"));
+        }
+        let module: Box<dyn ClientProtocol> = match kind {
+            ProtocolKind::Peer => Box::new(PeerProtocol::new(self.settings.peer)),
+            ProtocolKind::Unselected => {
+                return Err(NetError::invalid("choose peer, slotserver or gameserver"))
+            }
+            ProtocolKind::SlotServer | ProtocolKind::GameServer => {
+                return Err(NetError::new(
+                    ErrorCode::Unsupported,
+                    format!(
+                        "the {kind} protocol is not available in this build; keeping {}",
+                        self.protocol_kind
+                    ),
+                ))
+            }
+        };
+        let mut line = String::new();
+        if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
+            let previous = self.protocol_kind;
+            self.disconnect_reason(now, &format!("switching protocol to {kind}"))?;
+            self.maintain(now);
+            line.push_str(&format!("disconnected from the {previous} game first; "));
+        }
+        self.protocol = Some(module);
+        self.protocol_kind = kind;
+        line.push_str(&format!("protocol {kind} selected"));
+        Ok(line)
+    }
+
+    fn protocol_mut(&mut self, call: &str) -> NetResult<&mut Box<dyn ClientProtocol>> {
+        self.protocol
+            .as_mut()
+            .ok_or_else(|| no_protocol_error(call))
+    }
+
+    fn session_mut(&mut self, call: &str) -> NetResult<&mut Session> {
+        self.protocol_mut(call)?.session_mut().ok_or_else(|| {
+            NetError::new(
+                ErrorCode::NotConnected,
+                format!("{call}: not connected to a game"),
+            )
+        })
+    }
+
+    /// `connect [HOST[:PORT]]`: start connecting with the bound protocol. The outcome arrives as
+    /// an event (Connected, or Error with the reason).
+    pub fn connect(&mut self, now: Instant, target: Option<&str>) -> NetResult<String> {
+        if self.protocol.is_none() {
+            return Err(no_protocol_error("connect"));
+        }
+        if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
+            return Err(NetError::new(
+                ErrorCode::State,
+                "already connected or connecting (disconnect first)",
+            ));
+        }
+        if self.protocol_kind == ProtocolKind::Peer {
+            // A fresh module, so the current net.peer.* timings apply.
+            self.protocol = Some(Box::new(PeerProtocol::new(self.settings.peer)));
+        }
+        let backend = Arc::clone(self.backend()?);
+        let target_node = match target {
+            Some(text) => Some(backend.parse_node(text, DEFAULT_CLIENT_PORT)?),
+            None => None,
+        };
+        let options = self.current_options();
+        let configured = self.packets.port();
+        let socket = self.packets.socket(&options)?;
+        // Discovery reaches the peers' port: the configured one, or the design's default.
+        let discovery_port = if configured == 0 {
+            DEFAULT_CLIENT_PORT
+        } else {
+            configured
+        };
+        let broadcast = if backend.supports_broadcast() {
+            socket.broadcast_node(discovery_port).ok()
+        } else {
+            None
+        };
+        let towards = target_node.or(broadcast);
+        let local_node = socket.local_node(towards.as_ref())?;
+        let order_backend = Arc::clone(&backend);
+        let order: NodeOrder = Arc::new(move |a, b| order_backend.compare_nodes(a, b));
+        let params = ConnectParams {
+            target: target_node,
+            broadcast,
+            local_node,
+            name: *self.game.name(),
+            token: random_token(),
+            order,
+            session: self.settings.session_config(backend.max_payload()),
+        };
+        self.protocol_mut("connect")?.connect(now, params)?;
+        self.last_target = target.map(str::to_string);
+        Ok(match target {
+            Some(text) => format!("connecting to {text}"),
+            None => "looking for other players (broadcast)".to_string(),
+        })
+    }
+
+    /// `disconnect`.
+    pub fn disconnect(&mut self, now: Instant) -> NetResult<()> {
+        self.disconnect_reason(now, "disconnected")
+    }
+
+    fn disconnect_reason(&mut self, now: Instant, reason: &str) -> NetResult<()> {
+        self.protocol_mut("disconnect")?.disconnect(now, reason)?;
+        self.take_protocol_output(now);
+        Ok(())
+    }
+
+    pub fn join(&mut self, _now: Instant) -> NetResult<()> {
+        self.session_mut("join")?.join()
+    }
+
+    pub fn unjoin(&mut self, flag: u8, _now: Instant) -> NetResult<()> {
+        self.session_mut("unjoin")?.unjoin(flag)
+    }
+
+    /// Tell the others the local name (RE_PLAYERNAME).
+    pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
+        let name = *self.game.name();
+        self.session_mut("update name")?.set_name(name)
+    }
+
+    /// Set the local player name (at most 31 bytes, no NUL); sent by `update_name`.
+    pub fn set_player_name(&mut self, name: &str) -> NetResult<()> {
+        let name = PlayerName::new(name.as_bytes()).map_err(|e| {
+            NetError::new(
+                ErrorCode::TooLarge,
+                format!("player name {e} (at most 31 bytes, no NUL)"),
+            )
+        })?;
+        if name.is_empty() {
+            return Err(NetError::invalid("player name is empty"));
+        }
+        self.game.set_name(name);
+        Ok(())
+    }
+
+    /// Set the local ship state (sent at the send frequency while it changes and joined).
+    pub fn set_local_state(&mut self, state: ShipState) -> NetResult<()> {
+        if !state.is_finite() {
+            return Err(NetError::invalid(
+                "ship state has a non-finite number (NaN or infinity)",
+            ));
+        }
+        self.game.set_local_state(state);
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            session.set_local_state(state);
+        }
+        Ok(())
+    }
+
+    /// Queue a remote event for the others (`NET_RmEv*`).
+    pub fn queue_remote_event(&mut self, event: RemoteEvent) -> NetResult<()> {
+        crate::wire::validate_event(&crate::wire::WireEvent {
+            reliable_id: event.is_reliable().then_some(1),
+            event: event.clone(),
+        })
+        .map_err(|e| NetError::invalid(format!("remote event refused: {e}")))?;
+        self.session_mut("send event")?.queue_event(event)
+    }
+
+    /// `say TEXT`: RE_SENDTEXT.
+    pub fn say(&mut self, text: &str) -> NetResult<()> {
+        let text = ChatText::new(text.as_bytes()).map_err(|e| {
+            NetError::new(
+                ErrorCode::TooLarge,
+                format!("chat text {e} (at most 255 bytes)"),
+            )
+        })?;
+        self.queue_remote_event(RemoteEvent::SendText(text))
+    }
+
+    /// `net.api SPEC` while the game runs: if connected, leave the game, switch the backend,
+    /// and connect again over the new one (the game sees a disconnect and a connect).
+    pub fn switch_backend_in_session(&mut self, spec: &str, now: Instant) -> NetResult<String> {
+        let connected = self.protocol.as_ref().is_some_and(|p| p.is_active());
+        if !connected {
+            return self.switch_backend(spec);
+        }
+        let target = self.last_target.clone();
+        self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
+        self.maintain(now);
+        let switched = self.switch_backend(spec);
+        // Connect again over whichever backend is active now (the old one if the switch failed).
+        let reconnect = self.connect(now, target.as_deref());
+        match (switched, reconnect) {
+            (Ok(line), Ok(again)) => Ok(format!("{line}; left the game and {again}")),
+            (Ok(line), Err(err)) => Err(NetError::new(
+                err.code,
+                format!("{line}; but could not connect again: {err}"),
+            )),
+            (Err(err), _) => Err(err),
+        }
+    }
+
+    // ----- the frame --------------------------------------------------------------------------
+
+    /// Once per frame: receive, run timers, send; then hand events to the game.
+    pub fn maintain(&mut self, now: Instant) {
+        let options = self.current_options();
+        let active = self.protocol.as_ref().is_some_and(|p| p.is_active());
+        if self.packets.is_open() || active {
+            for _ in 0..MAX_RECEIVE_PER_FRAME {
+                match self.packets.receive_new(&options) {
+                    Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
+                        self.route_to_protocol(now, datagram)
+                    }
+                    Ok(Some(datagram)) => self.packets.push_incoming(datagram),
+                    Ok(None) => break,
+                    Err(err) => {
+                        log::debug!("maintain: receive: {err}");
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(protocol) = self.protocol.as_mut() {
+            if protocol.poll_timeout().is_some_and(|t| t <= now) {
+                protocol.handle_timeout(now);
+            }
+            if let Some(session) = protocol.session_mut() {
+                session.set_local_state(*self.game.local_state());
+                if self.game.has_position_callback() {
+                    let game = &mut self.game;
+                    session.refresh_positions(&mut |id| game.position_of(id));
+                }
+            }
+        }
+        self.send_transmits(now, &options);
+        if let Err(err) = self.packets.flush(&options) {
+            log::debug!("maintain: flush: {err}");
+        }
+        self.take_protocol_output(now);
+        self.game.advance_playback(now);
+    }
+
+    fn send_transmits(&mut self, now: Instant, options: &str) {
+        let Some(protocol) = self.protocol.as_mut() else {
+            return;
+        };
+        let max = self
+            .packets
+            .backend()
+            .map_or(0, |b| b.max_payload())
+            .min(self.transmit_buf.len());
+        while let Some((to, len)) = protocol.poll_transmit(now, &mut self.transmit_buf[..max]) {
+            if let Err(err) = self.packets.send(&to, &self.transmit_buf[..len], options) {
+                log::debug!("maintain: send: {err}");
+            }
+        }
+    }
+
+    /// A game-protocol datagram: to the protocol if one is active, else counted and dropped.
+    pub(super) fn route_to_protocol(&mut self, now: Instant, datagram: Datagram) {
+        match self.protocol.as_mut() {
+            Some(protocol) if protocol.is_active() => {
+                protocol.handle_datagram(now, datagram.node, &datagram.data)
+            }
+            _ => self.input_errors.game_packets_without_protocol += 1,
+        }
+    }
+
+    /// Move the protocol's events (and, while recording, the state updates) to the game.
+    fn take_protocol_output(&mut self, now: Instant) {
+        let Some(protocol) = self.protocol.as_mut() else {
+            return;
+        };
+        while let Some(event) = protocol.poll_event() {
+            self.game.deliver(now, event);
+        }
+        if let Some(session) = protocol.session_mut() {
+            if self.game.is_recording() != session.is_state_tapped() {
+                session.set_state_tap(self.game.is_recording());
+            }
+            while let Some((slot, state)) = session.poll_state_update() {
+                self.game.state_update(now, slot, state);
+            }
+        }
+    }
+
+    /// The next event for the game (`NET_PollEvent`).
+    pub fn poll_event(&mut self) -> Option<GameEvent> {
+        self.game.poll_event()
+    }
+
+    /// When the subsystem next has work (a timer, a playback item), for loops that sleep.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        let protocol = self.protocol.as_ref().and_then(|p| p.poll_timeout());
+        [protocol, self.game.playback_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    // ----- what the game asks about players ---------------------------------------------------
+
+    fn session(&self) -> Option<&Session> {
+        self.protocol.as_ref()?.session()
+    }
+
+    /// The name of the player in `slot` (this client's own name for its own slot).
+    pub fn player_name(&self, slot: u8) -> Option<PlayerName> {
+        if self.game.is_playing() {
+            return self.game.playback_name(slot);
+        }
+        let session = self.session()?;
+        if slot == session.my_slot() {
+            return Some(*self.game.name());
+        }
+        session.players().get(slot).map(|p| p.name)
+    }
+
+    /// The latest ship state of the player in `slot`.
+    pub fn player_state(&self, slot: u8) -> NetResult<ShipState> {
+        if usize::from(slot) >= MAX_SLOTS {
+            return Err(NetError::invalid(format!(
+                "player id {slot} is not 0-{}",
+                MAX_SLOTS - 1
+            )));
+        }
+        let missing = || {
+            NetError::new(
+                ErrorCode::InvalidArgument,
+                format!("no player in slot {slot}"),
+            )
+        };
+        if self.game.is_playing() {
+            return self.game.playback_state(slot).ok_or_else(missing);
+        }
+        let session = self
+            .session()
+            .ok_or_else(|| NetError::new(ErrorCode::NotConnected, "not connected to a game"))?;
+        if slot == session.my_slot() {
+            return Ok(*self.game.local_state());
+        }
+        session
+            .players()
+            .get(slot)
+            .map(|p| p.state)
+            .ok_or_else(missing)
+    }
+
+    /// The slot of the player that created `object_id`.
+    pub fn owner_of(&self, object_id: u32) -> Option<u8> {
+        if self.game.is_playing() {
+            return self.game.playback_owner(object_id);
+        }
+        self.session()?.owner_of(object_id)
+    }
+}
+
+/// A random non-zero session token.
+fn random_token() -> u32 {
+    loop {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let token = hasher.finish() as u32;
+        if token != 0 {
+            return token;
+        }
+    }
+}
