@@ -89,9 +89,13 @@ fn two_peers_on_loopback_connect_join_and_exchange_state_text_and_positions() {
     console(&mut b, "join");
 
     // State: b sees a's latest ship.
-    let mut state = ShipState::default();
-    state.pos = [1.0, 2.0, 3.0];
-    state.game[0] = 42;
+    let mut game = [0u8; 32];
+    game[0] = 42;
+    let state = ShipState {
+        pos: [1.0, 2.0, 3.0],
+        game,
+        ..Default::default()
+    };
     a.set_local_state(state).unwrap();
     // A time-critical event: the position the game reports at send time is what goes out.
     a.game_mut()
