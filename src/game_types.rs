@@ -165,6 +165,10 @@ impl NET_Event {
             GameEvent::Error { text } => {
                 NET_Event::empty(NET_EVENT_ERROR, -1).with_text(text.as_bytes())
             }
+            // A server's message is text from nobody in the game.
+            GameEvent::ServerMessage { text } => {
+                NET_Event::empty(NET_EVENT_TEXT, -1).with_text(text.as_bytes())
+            }
             GameEvent::Remote { slot: s, event } => Self::from_remote(slot(*s), event),
         }
     }

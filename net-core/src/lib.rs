@@ -12,6 +12,7 @@ pub mod error;
 pub mod game;
 pub mod packet_api;
 pub mod protocol;
+pub mod relay;
 pub mod rmev;
 pub mod session;
 pub mod sim;

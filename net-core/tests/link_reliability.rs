@@ -71,6 +71,7 @@ fn meta(token: u32) -> PacketMeta {
         sender_slot: Some(0),
         joined: true,
         token,
+        relay: false,
     }
 }
 
@@ -105,9 +106,11 @@ impl Endpoint for LinkEndpoint {
                     packet.state.as_ref(),
                     &events,
                     &mut |d| match d {
-                        Delivery::State(s) => *latest = Some(s),
-                        Delivery::Event(ev) if ev.is_reliable() => delivered.push(seq_of(&ev)),
-                        Delivery::Event(ev) => unreliable.push(seq_of(&ev)),
+                        Delivery::State { state, .. } => *latest = Some(state),
+                        Delivery::Event { event, .. } if event.is_reliable() => {
+                            delivered.push(seq_of(&event))
+                        }
+                        Delivery::Event { event, .. } => unreliable.push(seq_of(&event)),
                     },
                 );
             }
@@ -285,8 +288,8 @@ fn replayed_and_very_old_packets_are_discarded_whole() {
     let mut feed = |b: &mut Link, bytes: &[u8], got: &mut Vec<u32>| {
         let packet = decode_packet(bytes, &mut scratch).unwrap();
         b.handle_packet(now, &packet.header, None, &scratch, &mut |d| {
-            if let Delivery::Event(ev) = d {
-                got.push(seq_of(&ev));
+            if let Delivery::Event { event, .. } = d {
+                got.push(seq_of(&event));
             }
         })
     };

@@ -199,3 +199,80 @@ fn a_recorded_session_plays_back_as_the_same_events() {
     assert_eq!(played, live, "playback shows exactly what was seen live");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
+    let (mut a, a_addr) = instance("ada");
+    let (mut b, b_addr) = instance("bo");
+    console(&mut a, &format!("connect {b_addr}"));
+    console(&mut b, &format!("connect {a_addr}"));
+    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+    assert!(run_until(
+        &mut [&mut a, &mut b],
+        Duration::from_secs(20),
+        |subs| {
+            drain(subs[0], &mut ev_a);
+            drain(subs[1], &mut ev_b);
+            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
+        }
+    ));
+    // Events queued but not yet sent when the player switches the backend.
+    for i in 0..50u32 {
+        let data = net_core::rmev::CustomData::new(&i.to_be_bytes()).unwrap();
+        a.queue_remote_event(RemoteEvent::Custom {
+            custom_type: 5,
+            data,
+            reliable: true,
+        })
+        .unwrap();
+    }
+    let out = console(&mut a, "net.api udp");
+    assert!(out.contains("left the game"), "{out}");
+    let mut got = Vec::new();
+    let reconnected = run_until(&mut [&mut a, &mut b], Duration::from_secs(20), |subs| {
+        drain(subs[0], &mut ev_a);
+        drain(subs[1], &mut ev_b);
+        got = ev_b
+            .iter()
+            .filter_map(|e| match e {
+                GameEvent::Remote {
+                    event:
+                        RemoteEvent::Custom {
+                            custom_type: 5,
+                            data,
+                            ..
+                        },
+                    ..
+                } => Some(u32::from_be_bytes(data.as_bytes().try_into().unwrap())),
+                _ => None,
+            })
+            .collect();
+        got.len() >= 50
+    });
+    assert!(reconnected, "b got {} of 50: {ev_b:?}", got.len());
+    assert_eq!(
+        got,
+        (0..50).collect::<Vec<_>>(),
+        "every queued event, in order, once"
+    );
+    let a_events: Vec<&GameEvent> = ev_a
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
+            )
+        })
+        .collect();
+    assert!(
+        matches!(
+            a_events.as_slice(),
+            [
+                GameEvent::Connected { .. },
+                GameEvent::Disconnected { .. },
+                GameEvent::Connected { .. }
+            ]
+        ),
+        "{a_events:?}"
+    );
+}

@@ -46,6 +46,9 @@ impl PeerNode {
             token,
             order: Arc::new(sim::compare_nodes),
             session: SessionConfig::default(),
+            server: None,
+            game_port: 0,
+            resolve: Arc::new(|_, _| None),
         };
         self.proto.connect(now, params).expect("connect starts");
     }

@@ -93,6 +93,7 @@ pub enum RecordKind {
     Error = 9,
     State = 10,
     End = 11,
+    ServerMessage = 12,
 }
 
 impl RecordKind {
@@ -109,6 +110,7 @@ impl RecordKind {
             9 => RecordKind::Error,
             10 => RecordKind::State,
             11 => RecordKind::End,
+            12 => RecordKind::ServerMessage,
             _ => return None,
         })
     }
@@ -125,6 +127,7 @@ impl RecordKind {
             DemoItem::Event(GameEvent::PlayerName { .. }) => RecordKind::PlayerName,
             DemoItem::Event(GameEvent::Remote { .. }) => RecordKind::Remote,
             DemoItem::Event(GameEvent::Error { .. }) => RecordKind::Error,
+            DemoItem::Event(GameEvent::ServerMessage { .. }) => RecordKind::ServerMessage,
             DemoItem::State { .. } => RecordKind::State,
         }
     }
@@ -378,6 +381,7 @@ fn write_payload(item: &DemoItem, out: &mut Vec<u8>) -> NetResult<()> {
                 put_remote(out, event)
             }
             GameEvent::Error { text } => put_string(out, "error text", text),
+            GameEvent::ServerMessage { text } => put_string(out, "server message", text),
         },
         DemoItem::State { slot, state } => {
             put_slot(out, *slot)?;
@@ -713,6 +717,9 @@ fn read_payload(kind: RecordKind, r: &mut Reader<'_>) -> Result<Option<DemoItem>
             }
         }
         RecordKind::Error => GameEvent::Error {
+            text: read_string(r)?,
+        },
+        RecordKind::ServerMessage => GameEvent::ServerMessage {
             text: read_string(r)?,
         },
         RecordKind::State => {

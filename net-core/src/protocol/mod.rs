@@ -7,6 +7,7 @@
 //! Until a protocol is selected with `net.subsys`, the "no protocol selected" answer is given.
 
 pub mod peer;
+pub mod server_client;
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -72,6 +73,32 @@ pub fn no_protocol_error(call: &str) -> NetError {
     )
 }
 
+/// Turns an IP address text and a port (as a server names another player) into a node of the
+/// active backend.
+pub type NodeResolver = Arc<dyn Fn(&str, u16) -> Option<Node> + Send + Sync>;
+
+/// What a client-server protocol asks the driver to do with its TCP connection to the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamCommand {
+    /// Open the connection.
+    Connect { host: String, port: u16 },
+    /// Send one line (the driver appends "\n").
+    SendLine(String),
+    /// Close the connection after sending what is queued.
+    Close,
+}
+
+/// What happened to the TCP connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// Connected; `peer` is the server's address.
+    Connected { peer: std::net::SocketAddr },
+    /// One line from the server (without its terminator).
+    Line(String),
+    /// The connection failed or was closed, and why.
+    Closed { reason: String },
+}
+
 /// The backend's total order of nodes, shared by the protocol machines.
 pub type NodeOrder = Arc<dyn Fn(&Node, &Node) -> Ordering + Send + Sync>;
 
@@ -89,6 +116,11 @@ pub struct ConnectParams {
     pub token: u32,
     pub order: NodeOrder,
     pub session: SessionConfig,
+    /// Client-server protocols: the server's host and TCP port.
+    pub server: Option<(String, u16)>,
+    /// This client's UDP game port (told to servers so others can reach it).
+    pub game_port: u16,
+    pub resolve: NodeResolver,
 }
 
 /// A client protocol module (sans-IO).
@@ -128,4 +160,16 @@ pub trait ClientProtocol: Send {
 
     /// Counters for `status`, as `name value` pairs.
     fn counters(&self) -> Vec<(&'static str, u64)>;
+
+    /// The next thing to do with the TCP connection to a server (client-server protocols).
+    fn poll_stream(&mut self) -> Option<StreamCommand> {
+        None
+    }
+
+    /// Something happened on the TCP connection to the server.
+    fn handle_stream(&mut self, _now: Instant, _event: StreamEvent) {}
+
+    /// The local name changed (the session already tells the other players); client-server
+    /// protocols also tell the server.
+    fn name_changed(&mut self, _name: &PlayerName) {}
 }

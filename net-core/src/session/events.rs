@@ -47,6 +47,10 @@ pub enum GameEvent {
     Error {
         text: String,
     },
+    /// A message from the server (the admin's lines after a join).
+    ServerMessage {
+        text: String,
+    },
 }
 
 impl GameEvent {
@@ -60,7 +64,9 @@ impl GameEvent {
             | GameEvent::PlayerUnjoined { slot, .. }
             | GameEvent::PlayerName { slot, .. }
             | GameEvent::Remote { slot, .. } => Some(*slot),
-            GameEvent::Disconnected { .. } | GameEvent::Error { .. } => None,
+            GameEvent::Disconnected { .. }
+            | GameEvent::Error { .. }
+            | GameEvent::ServerMessage { .. } => None,
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct PacketMeta {
     pub sender_slot: Option<u8>,
     pub joined: bool,
     pub token: u32,
+    /// A relay packet (gameserver): it carries only the events queued from origin
+    /// `sender_slot`, so the receiver attributes them to that player.
+    pub relay: bool,
 }
 
 /// What `handle_packet` did with a packet.
@@ -73,10 +76,18 @@ pub enum PacketVerdict {
 /// Something a packet delivered to the owner.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delivery {
-    /// The remote's newest ship state (older states are dropped, never delivered).
-    State(ShipState),
-    /// An event, exactly once and in order for reliable ones.
-    Event(RemoteEvent),
+    /// The newest ship state of `origin` (older states are dropped, never delivered). `origin`
+    /// is the sender slot of the packet that carried it (None: no slot, e.g. a server).
+    State {
+        origin: Option<u8>,
+        state: ShipState,
+    },
+    /// An event, exactly once and in order for reliable ones, with the sender slot of the packet
+    /// that carried it.
+    Event {
+        origin: Option<u8>,
+        event: RemoteEvent,
+    },
 }
 
 /// Counters shown by `status` and checked by tests.
@@ -101,6 +112,7 @@ pub struct LinkStats {
 #[derive(Clone, Debug)]
 struct InFlight {
     id: u32,
+    origin: Option<u8>,
     event: RemoteEvent,
     last_sent: Option<Instant>,
     acked: bool,
@@ -155,15 +167,16 @@ pub struct Link {
     sent: VecDeque<SentPacket>,
     next_reliable_id: u32,
     /// Events waiting for their first transmission, in creation order.
-    queued: VecDeque<RemoteEvent>,
+    queued: VecDeque<(Option<u8>, RemoteEvent)>,
     /// Reliable events sent and not yet acknowledged, by id.
     in_flight: VecDeque<InFlight>,
     // --- incoming ---
     latest_received: Option<u32>,
     received_bits: u32,
     next_expected_id: u32,
-    reorder: BTreeMap<u32, RemoteEvent>,
-    latest_state_sequence: Option<u32>,
+    reorder: BTreeMap<u32, (Option<u8>, RemoteEvent)>,
+    /// Sequence of the newest state delivered, per origin slot (index 16: no slot).
+    latest_state_sequence: [Option<u32>; 17],
     ack_owed: bool,
     // --- measurement ---
     rtt: RttEstimator,
@@ -185,7 +198,7 @@ impl Link {
             received_bits: 0,
             next_expected_id: 1,
             reorder: BTreeMap::new(),
-            latest_state_sequence: None,
+            latest_state_sequence: [None; 17],
             ack_owed: false,
             rtt: RttEstimator {
                 srtt: None,
@@ -242,7 +255,7 @@ impl Link {
     pub fn has_new_events(&self) -> bool {
         match self.queued.front() {
             None => false,
-            Some(ev) if ev.is_reliable() => self.in_flight.len() < self.config.max_in_flight,
+            Some((_, ev)) if ev.is_reliable() => self.in_flight.len() < self.config.max_in_flight,
             Some(_) => true,
         }
     }
@@ -262,16 +275,59 @@ impl Link {
     /// Queue an event for this link; sent with the next packets, in order.
     /// Returns false (and keeps nothing) if the queue is full.
     pub fn queue_event(&mut self, event: RemoteEvent) -> bool {
+        self.queue_from(None, event)
+    }
+
+    /// Queue an event another player (`origin`) sent, for a relay (see `PacketMeta::relay`).
+    pub fn queue_relayed(&mut self, origin: u8, event: RemoteEvent) -> bool {
+        self.queue_from(Some(origin), event)
+    }
+
+    fn queue_from(&mut self, origin: Option<u8>, event: RemoteEvent) -> bool {
         if self.queued.len() >= self.config.max_queued {
             return false;
         }
-        self.queued.push_back(event);
+        self.queued.push_back((origin, event));
         true
+    }
+
+    /// Origins of the events waiting for their first transmission or for a retransmission due
+    /// at `now` (a relay writes one packet per origin).
+    pub fn pending_origins(&self, now: Instant) -> Vec<Option<u8>> {
+        let rto = self.rto();
+        let mut origins: Vec<Option<u8>> = Vec::new();
+        let due = self
+            .in_flight
+            .iter()
+            .filter(|f| {
+                !f.acked
+                    && f.last_sent
+                        .is_none_or(|t| now.saturating_duration_since(t) >= rto)
+            })
+            .map(|f| f.origin);
+        for origin in due.chain(self.queued.iter().map(|(o, _)| *o)) {
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        origins
+    }
+
+    /// Every event not yet acknowledged (in flight) or not yet sent, oldest first.
+    pub fn pending_events(&self) -> Vec<RemoteEvent> {
+        let in_flight = self
+            .in_flight
+            .iter()
+            .filter(|f| !f.acked)
+            .map(|f| f.event.clone());
+        in_flight
+            .chain(self.queued.iter().map(|(_, e)| e.clone()))
+            .collect()
     }
 
     /// Events waiting for their first transmission (position refresh edits them in place).
     pub fn queued_events_mut(&mut self) -> impl Iterator<Item = &mut RemoteEvent> {
-        self.queued.iter_mut()
+        self.queued.iter_mut().map(|(_, event)| event)
     }
 
     // ----- what goes out -------------------------------------------------------------------
@@ -292,7 +348,9 @@ impl Link {
             sender_slot,
             joined,
             token,
+            relay,
         } = meta;
+        let wanted = |origin: Option<u8>| !relay || origin == sender_slot;
         let header = PacketHeader {
             kind,
             sender_slot,
@@ -308,7 +366,11 @@ impl Link {
         let mut carried = Vec::new();
         let rto = self.rto();
         // Retransmissions first: they are older than anything new.
-        for flight in self.in_flight.iter_mut().filter(|f| !f.acked) {
+        for flight in self
+            .in_flight
+            .iter_mut()
+            .filter(|f| !f.acked && wanted(f.origin))
+        {
             let due = flight
                 .last_sent
                 .is_none_or(|t| now.saturating_duration_since(t) >= rto);
@@ -328,8 +390,13 @@ impl Link {
             flight.last_sent = Some(now);
             carried.push(flight.id);
         }
-        // New events in creation order.
-        while let Some(event) = self.queued.front() {
+        // New events in creation order (a relay packet takes only its origin's).
+        let mut index = 0;
+        while let Some((origin, event)) = self.queued.get(index) {
+            if !wanted(*origin) {
+                index += 1;
+                continue;
+            }
             let reliable = event.is_reliable();
             if reliable && self.in_flight.len() >= self.config.max_in_flight {
                 break;
@@ -342,11 +409,12 @@ impl Link {
             if !writer.push(&wire)? {
                 break;
             }
-            let event = self.queued.pop_front().expect("front exists");
+            let (origin, event) = self.queued.remove(index).expect("index exists");
             if let Some(id) = id {
                 self.next_reliable_id = self.next_reliable_id.wrapping_add(1).max(1);
                 self.in_flight.push_back(InFlight {
                     id,
+                    origin,
                     event,
                     last_sent: Some(now),
                     acked: false,
@@ -428,13 +496,17 @@ impl Link {
         if let Some(ack) = header.ack {
             self.process_ack(now, ack);
         }
+        let origin = header.sender_slot;
         if let Some(state) = state {
-            let newer = self
-                .latest_state_sequence
-                .is_none_or(|s| seq_before(s, sequence));
+            let latest =
+                &mut self.latest_state_sequence[origin.map_or(16, |s| usize::from(s).min(16))];
+            let newer = latest.is_none_or(|s| seq_before(s, sequence));
             if newer {
-                self.latest_state_sequence = Some(sequence);
-                out(Delivery::State(*state));
+                *latest = Some(sequence);
+                out(Delivery::State {
+                    origin,
+                    state: *state,
+                });
             } else {
                 self.stats.outdated_states += 1;
             }
@@ -443,18 +515,27 @@ impl Link {
             match wire.reliable_id {
                 None => {
                     self.stats.unreliable_delivered += 1;
-                    out(Delivery::Event(wire.event.clone()));
+                    out(Delivery::Event {
+                        origin,
+                        event: wire.event.clone(),
+                    });
                 }
                 Some(id) => {
                     self.ack_owed = true;
-                    self.receive_reliable(id, &wire.event, out);
+                    self.receive_reliable(id, origin, &wire.event, out);
                 }
             }
         }
         PacketVerdict::Accepted
     }
 
-    fn receive_reliable(&mut self, id: u32, event: &RemoteEvent, out: &mut impl FnMut(Delivery)) {
+    fn receive_reliable(
+        &mut self,
+        id: u32,
+        origin: Option<u8>,
+        event: &RemoteEvent,
+        out: &mut impl FnMut(Delivery),
+    ) {
         if seq_before(id, self.next_expected_id) || self.reorder.contains_key(&id) {
             self.stats.duplicate_events += 1;
             return;
@@ -465,19 +546,24 @@ impl Link {
                 self.stats.reorder_overflow += 1;
                 return;
             }
-            self.reorder.insert(id, event.clone());
+            self.reorder.insert(id, (origin, event.clone()));
             return;
         }
-        self.deliver_reliable(event.clone(), out);
-        while let Some(next) = self.reorder.remove(&self.next_expected_id) {
-            self.deliver_reliable(next, out);
+        self.deliver_reliable(origin, event.clone(), out);
+        while let Some((origin, next)) = self.reorder.remove(&self.next_expected_id) {
+            self.deliver_reliable(origin, next, out);
         }
     }
 
-    fn deliver_reliable(&mut self, event: RemoteEvent, out: &mut impl FnMut(Delivery)) {
+    fn deliver_reliable(
+        &mut self,
+        origin: Option<u8>,
+        event: RemoteEvent,
+        out: &mut impl FnMut(Delivery),
+    ) {
         self.next_expected_id = self.next_expected_id.wrapping_add(1).max(1);
         self.stats.reliable_delivered += 1;
-        out(Delivery::Event(event));
+        out(Delivery::Event { origin, event });
     }
 
     fn process_ack(&mut self, now: Instant, ack: Ack) {

@@ -250,6 +250,34 @@ impl Session {
         self.remotes.iter().map(|r| (r.slot, &r.link))
     }
 
+    /// The game's own events some remote has not acknowledged yet (or that were not sent),
+    /// oldest first: what must be sent again if this session is replaced (a backend switch).
+    /// Session-internal events (names, join status, player lists) are left out.
+    pub fn unacknowledged_game_events(&self) -> Vec<RemoteEvent> {
+        let own = |e: &RemoteEvent| {
+            !matches!(
+                e,
+                RemoteEvent::PlayerName(_)
+                    | RemoteEvent::PlayerStatus { .. }
+                    | RemoteEvent::PlayerList(_)
+                    | RemoteEvent::ConnectQueue(_)
+            )
+        };
+        // Every link got the same events in the same order; the one furthest behind holds the
+        // longest tail, which includes what the others still miss.
+        self.remotes
+            .iter()
+            .map(|r| {
+                r.link
+                    .pending_events()
+                    .into_iter()
+                    .filter(own)
+                    .collect::<Vec<_>>()
+            })
+            .max_by_key(Vec::len)
+            .unwrap_or_default()
+    }
+
     /// Reliable events not yet acknowledged on any link.
     pub fn unacknowledged(&self) -> usize {
         self.remotes.iter().map(|r| r.link.unacknowledged()).sum()
@@ -351,6 +379,14 @@ impl Session {
             self.events.push_back(GameEvent::PlayerJoined { slot: to });
         }
         true
+    }
+
+    /// The slot of the remote player at `node`, if any.
+    pub fn slot_at(&self, node: &Node) -> Option<u8> {
+        self.players
+            .iter()
+            .find(|p| (self.node_eq)(&p.node, node))
+            .map(|p| p.slot)
     }
 
     /// The slot of the remote player at `node` with `token`, if any.
@@ -511,14 +547,24 @@ impl Session {
             .position(|r| node_eq(&r.node, from))
             .ok_or(Rejection::UnknownSender)?;
         let remote = &mut self.remotes[index];
+        if remote.token == 0 {
+            // Listed by a server that did not know its token: the first packet sets it.
+            remote.token = header.token;
+            if let Some(player) = remote.slot.and_then(|slot| self.players.get_mut(slot)) {
+                player.token = header.token;
+            }
+        }
         if header.token != remote.token {
             return Err(Rejection::WrongToken);
         }
-        let origin = match remote.slot {
-            Some(slot) if header.sender_slot != Some(slot) => return Err(Rejection::WrongSlot),
-            Some(slot) => slot,
-            None => header.sender_slot.ok_or(Rejection::WrongSlot)?,
-        };
+        // Mesh: the packet must come from the remote's own slot. Star: packets from the server
+        // carry the slot of the player whose state and events they relay (none: the server's
+        // own, e.g. acknowledgements).
+        if let Some(slot) = remote.slot {
+            if header.sender_slot != Some(slot) {
+                return Err(Rejection::WrongSlot);
+            }
+        }
         let mut deliveries = std::mem::take(&mut self.deliveries);
         deliveries.clear();
         let verdict =
@@ -532,13 +578,17 @@ impl Session {
             return Err(Rejection::Duplicate);
         }
         remote.last_heard = now;
-        if let Some(player) = self.players.get_mut(origin) {
+        let mesh = remote.slot.is_some();
+        if let Some(player) = header.sender_slot.and_then(|s| self.players.get_mut(s)) {
             player.last_heard = now;
-            player.confirmed |= remote.slot.is_some();
+            player.confirmed |= mesh;
         }
         for delivery in deliveries.drain(..) {
             match delivery {
-                Delivery::State(state) => {
+                Delivery::State {
+                    origin: Some(origin),
+                    state,
+                } => {
                     self.stats.states_received += 1;
                     if let Some(player) = self.players.get_mut(origin) {
                         player.state = state;
@@ -550,10 +600,15 @@ impl Session {
                         }
                     }
                 }
-                Delivery::Event(event) => {
+                Delivery::Event {
+                    origin: Some(origin),
+                    event,
+                } => {
                     self.stats.events_received += 1;
                     self.apply_remote_event(origin, event);
                 }
+                // Nothing of the server's own (no slot) is for the game.
+                Delivery::State { origin: None, .. } | Delivery::Event { origin: None, .. } => {}
             }
         }
         self.deliveries = deliveries;
@@ -625,6 +680,7 @@ impl Session {
                         .is_none_or(|t| now - t >= self.config.keepalive_interval));
             let before = remote.link.stats().reliable_sent + remote.link.stats().retransmissions;
             let meta = PacketMeta {
+                relay: false,
                 kind,
                 sender_slot: Some(self.my_slot),
                 joined,

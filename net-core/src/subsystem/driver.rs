@@ -7,11 +7,16 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::stream::LineStream;
 use super::Subsystem;
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
 use crate::protocol::peer::PeerProtocol;
-use crate::protocol::{no_protocol_error, ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
+use crate::protocol::server_client::{ServerClient, GAMESERVER_TCP_PORT, SLOTSERVER_PORT};
+use crate::protocol::{
+    no_protocol_error, ClientProtocol, ConnectParams, NodeOrder, NodeResolver, ProtocolKind,
+    StreamCommand, StreamEvent,
+};
 use crate::rmev::{ChatText, PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
 use crate::session::{GameEvent, Session};
 
@@ -41,17 +46,11 @@ impl Subsystem {
         }
         let module: Box<dyn ClientProtocol> = match kind {
             ProtocolKind::Peer => Box::new(PeerProtocol::new(self.settings.peer)),
+            ProtocolKind::SlotServer | ProtocolKind::GameServer => {
+                Box::new(ServerClient::new(kind))
+            }
             ProtocolKind::Unselected => {
                 return Err(NetError::invalid("choose peer, slotserver or gameserver"))
-            }
-            ProtocolKind::SlotServer | ProtocolKind::GameServer => {
-                return Err(NetError::new(
-                    ErrorCode::Unsupported,
-                    format!(
-                        "the {kind} protocol is not available in this build; keeping {}",
-                        self.protocol_kind
-                    ),
-                ))
             }
         };
         let mut line = String::new();
@@ -99,9 +98,28 @@ impl Subsystem {
             self.protocol = Some(Box::new(PeerProtocol::new(self.settings.peer)));
         }
         let backend = Arc::clone(self.backend()?);
+        let client_server = self.protocol_kind.is_client_server();
+        let server = if client_server {
+            let text = target
+                .map(str::to_string)
+                .or_else(|| self.settings.server.clone())
+                .ok_or_else(|| {
+                    NetError::invalid(
+                        "no server set (net.server HOST[:PORT] or connect HOST[:PORT])",
+                    )
+                })?;
+            let default_port = if self.protocol_kind == ProtocolKind::GameServer {
+                GAMESERVER_TCP_PORT
+            } else {
+                SLOTSERVER_PORT
+            };
+            Some(split_host_port(&text, default_port)?)
+        } else {
+            None
+        };
         let target_node = match target {
-            Some(text) => Some(backend.parse_node(text, DEFAULT_CLIENT_PORT)?),
-            None => None,
+            Some(text) if !client_server => Some(backend.parse_node(text, DEFAULT_CLIENT_PORT)?),
+            _ => None,
         };
         let options = self.current_options();
         let configured = self.packets.port();
@@ -112,13 +130,14 @@ impl Subsystem {
         } else {
             configured
         };
-        let broadcast = if backend.supports_broadcast() {
+        let broadcast = if backend.supports_broadcast() && !client_server {
             socket.broadcast_node(discovery_port).ok()
         } else {
             None
         };
         let towards = target_node.or(broadcast);
         let local_node = socket.local_node(towards.as_ref())?;
+        let game_port = socket.bound_port().unwrap_or(configured);
         let order_backend = Arc::clone(&backend);
         let order: NodeOrder = Arc::new(move |a, b| order_backend.compare_nodes(a, b));
         let params = ConnectParams {
@@ -129,12 +148,18 @@ impl Subsystem {
             token: random_token(),
             order,
             session: self.settings.session_config(backend.max_payload()),
+            server: server.clone(),
+            game_port,
+            resolve: resolver(&backend),
         };
         self.protocol_mut("connect")?.connect(now, params)?;
         self.last_target = target.map(str::to_string);
-        Ok(match target {
-            Some(text) => format!("connecting to {text}"),
-            None => "looking for other players (broadcast)".to_string(),
+        Ok(match (server, target) {
+            (Some((host, port)), _) => {
+                format!("connecting to the {} at {host}:{port}", self.protocol_kind)
+            }
+            (None, Some(text)) => format!("connecting to {text}"),
+            (None, None) => "looking for other players (broadcast)".to_string(),
         })
     }
 
@@ -160,7 +185,11 @@ impl Subsystem {
     /// Tell the others the local name (RE_PLAYERNAME).
     pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
         let name = *self.game.name();
-        self.session_mut("update name")?.set_name(name)
+        self.session_mut("update name")?.set_name(name)?;
+        if let Some(protocol) = self.protocol.as_mut() {
+            protocol.name_changed(&name);
+        }
+        Ok(())
     }
 
     /// Set the local player name (at most 31 bytes, no NUL); sent by `update_name`.
@@ -221,6 +250,15 @@ impl Subsystem {
             return self.switch_backend(spec);
         }
         let target = self.last_target.clone();
+        // What the game queued that the others have not acknowledged goes out again in the
+        // session found over the new backend.
+        let carried = self
+            .protocol
+            .as_ref()
+            .and_then(|p| p.session())
+            .map(Session::unacknowledged_game_events)
+            .unwrap_or_default();
+        self.carry_over.extend(carried);
         self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
         self.maintain(now);
         let switched = self.switch_backend(spec);
@@ -269,6 +307,7 @@ impl Subsystem {
                 }
             }
         }
+        self.drive_stream(now);
         self.send_transmits(now, &options);
         if let Err(err) = self.packets.flush(&options) {
             log::debug!("maintain: flush: {err}");
@@ -293,6 +332,45 @@ impl Subsystem {
         }
     }
 
+    /// Carry out the protocol's TCP commands and feed it what the connection did, twice, so what
+    /// the protocol answers goes out in the same frame.
+    fn drive_stream(&mut self, now: Instant) {
+        for _ in 0..2 {
+            let Some(protocol) = self.protocol.as_mut() else {
+                return;
+            };
+            while let Some(command) = protocol.poll_stream() {
+                match command {
+                    StreamCommand::Connect { host, port } => match LineStream::connect(&host, port)
+                    {
+                        Ok(stream) => self.stream = Some(stream),
+                        Err(reason) => protocol.handle_stream(now, StreamEvent::Closed { reason }),
+                    },
+                    StreamCommand::SendLine(line) => {
+                        if let Some(stream) = self.stream.as_mut() {
+                            stream.send_line(&line);
+                        }
+                    }
+                    StreamCommand::Close => {
+                        if let Some(stream) = self.stream.as_mut() {
+                            stream.close();
+                        }
+                    }
+                }
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                return;
+            };
+            let mut happened = Vec::new();
+            if !stream.poll(&mut happened) {
+                self.stream = None;
+            }
+            for event in happened {
+                protocol.handle_stream(now, event);
+            }
+        }
+    }
+
     /// A game-protocol datagram: to the protocol if one is active, else counted and dropped.
     pub(super) fn route_to_protocol(&mut self, now: Instant, datagram: Datagram) {
         match self.protocol.as_mut() {
@@ -308,6 +386,15 @@ impl Subsystem {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
+        if !self.carry_over.is_empty() {
+            if let Some(session) = protocol.session_mut() {
+                for event in self.carry_over.drain(..) {
+                    if let Err(err) = session.queue_event(event) {
+                        log::warn!("an event carried over a backend switch was not queued: {err}");
+                    }
+                }
+            }
+        }
         while let Some(event) = protocol.poll_event() {
             self.game.deliver(now, event);
         }
@@ -390,6 +477,50 @@ impl Subsystem {
         }
         self.session()?.owner_of(object_id)
     }
+}
+
+/// Split `HOST[:PORT]` (IPv6 as `[::1]:PORT`), with a default port.
+fn split_host_port(text: &str, default_port: u16) -> NetResult<(String, u16)> {
+    let bad_port = |p: &str| {
+        NetError::new(
+            ErrorCode::Parse,
+            format!("'{p}' is not a port number (1-65535)"),
+        )
+    };
+    let parse_port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| bad_port(p))
+    };
+    if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| NetError::invalid(format!("'{text}' is not HOST[:PORT]")))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => parse_port(p)?,
+            None if after.is_empty() => default_port,
+            None => return Err(NetError::invalid(format!("'{text}' is not HOST[:PORT]"))),
+        };
+        return Ok((host.to_string(), port));
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => Ok((host.to_string(), parse_port(port)?)),
+        _ => Ok((text.to_string(), default_port)),
+    }
+}
+
+/// Nodes of `backend` for addresses a server names (`add ip: IP ...` with a port).
+fn resolver(backend: &Arc<crate::packet_api::Backend>) -> NodeResolver {
+    let backend = Arc::clone(backend);
+    Arc::new(move |ip: &str, port: u16| {
+        let text = if ip.contains(':') {
+            format!("[{ip}]:{port}")
+        } else {
+            format!("{ip}:{port}")
+        };
+        backend.parse_node(&text, port).ok()
+    })
 }
 
 /// A random non-zero session token.

@@ -7,6 +7,7 @@
 
 mod driver;
 pub mod settings;
+mod stream;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +48,10 @@ pub struct Subsystem {
     /// Where the last `connect` went (None: broadcast discovery), to connect again after a
     /// backend switch.
     last_target: Option<String>,
+    /// The TCP connection of a client-server protocol.
+    stream: Option<stream::LineStream>,
+    /// Game events to send again once a new session exists (after a backend switch).
+    carry_over: Vec<crate::rmev::RemoteEvent>,
     transmit_buf: Vec<u8>,
 }
 
@@ -64,6 +69,8 @@ impl Subsystem {
             input_errors: InputErrors::default(),
             started: Instant::now(),
             last_target: None,
+            stream: None,
+            carry_over: Vec::new(),
             transmit_buf: vec![0; 65_536],
         };
         match loader::load(&BackendSpec::Name("udp".into())) {

@@ -1,0 +1,619 @@
+//! The client side of the slotserver and gameserver protocols (design 2.3.2, 2.3.3), sans-IO.
+//!
+//! Both join over TCP with the design's text lines (`version: 1.0 join me: NAME os: OS`, plus our
+//! optional ` port: P token: T` so others can reach this client and check its packets), read the
+//! accepted line and the admin's four message lines, then follow the client list updates
+//! (`add ip:`, `remove ip:`, `name ip:`). The game itself:
+//! - **slotserver**: peer to peer, exactly the peer protocol's game loop (a mesh session with a
+//!   link to every player the server lists); the slotserver never sees a game packet;
+//! - **gameserver**: every packet goes to the server's UDP port (a star session); the server
+//!   relays.
+//!
+//! A refusal or a lost connection becomes an error or disconnect event with the server's words.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::error::{ErrorCode, NetError, NetResult};
+use crate::protocol::{ClientProtocol, ConnectParams, ProtocolKind, StreamCommand, StreamEvent};
+use crate::rmev::PlayerName;
+use crate::session::{GameEvent, LocalPlayer, NodeEq, Session};
+use crate::wire::{decode_packet, WireEvent};
+use crate::Node;
+
+/// The design's default TCP ports.
+pub const SLOTSERVER_PORT: u16 = 6582;
+pub const GAMESERVER_TCP_PORT: u16 = 6581;
+/// The design's gameserver UDP port (used when the server does not say).
+pub const GAMESERVER_UDP_PORT: u16 = 6522;
+/// The clients' UDP port in the design (assumed for players the server lists without a port).
+const DESIGN_CLIENT_PORT: u16 = 6526;
+/// How long connecting and joining may take.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The admin's message lines after an accepted join.
+const MESSAGE_LINES: u8 = 4;
+/// What this client reports as its operating system.
+const OS_NAME: &str = concat!(env!("CARGO_PKG_NAME"), "-", "rust");
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Connecting { since: Instant },
+    Joining { since: Instant },
+    Joined,
+}
+
+/// Counters shown by `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerClientStats {
+    pub lines_received: u64,
+    pub lines_not_understood: u64,
+    pub packets_rejected: u64,
+    pub bad_packets: u64,
+}
+
+/// The slotserver or gameserver client module.
+pub struct ServerClient {
+    kind: ProtocolKind,
+    phase: Phase,
+    params: Option<ConnectParams>,
+    server_peer: Option<SocketAddr>,
+    server_name: String,
+    messages_left: u8,
+    session: Option<Session>,
+    stream_out: VecDeque<StreamCommand>,
+    events: VecDeque<GameEvent>,
+    scratch: Vec<WireEvent>,
+    stats: ServerClientStats,
+}
+
+/// The parts of `join from NAME accepted, slot: N, server name: S[ udp: U token: T]`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Accepted {
+    pub slot: u8,
+    pub server_name: String,
+    pub udp_port: Option<u16>,
+    pub server_token: Option<u32>,
+}
+
+/// Parse the accepted line of a join.
+pub fn parse_accepted(line: &str) -> Option<Accepted> {
+    let rest = line.strip_prefix("join from ")?;
+    let (_, rest) = rest.split_once(" accepted, slot: ")?;
+    let (slot, rest) = rest.split_once(", server name: ")?;
+    let slot: u8 = slot.parse().ok()?;
+    let (server_name, udp_port, server_token) = match rest.rsplit_once(" udp: ") {
+        Some((name, ext)) => {
+            let (udp, token) = ext.split_once(" token: ")?;
+            (name, Some(udp.parse().ok()?), Some(token.parse().ok()?))
+        }
+        None => (rest, None, None),
+    };
+    Some(Accepted {
+        slot,
+        server_name: server_name.to_string(),
+        udp_port,
+        server_token,
+    })
+}
+
+/// A client-list update line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Update {
+    Add {
+        ip: String,
+        name: String,
+        slot: u8,
+        port: Option<u16>,
+        token: Option<u32>,
+    },
+    Remove {
+        ip: String,
+        port: Option<u16>,
+    },
+    Name {
+        ip: String,
+        name: String,
+        port: Option<u16>,
+    },
+}
+
+/// Split off our ` port: P[ token: T]` extension.
+fn split_extension(line: &str) -> Option<(&str, Option<u16>, Option<u32>)> {
+    match line.rsplit_once(" port: ") {
+        None => Some((line, None, None)),
+        Some((core, ext)) => match ext.split_once(" token: ") {
+            Some((port, token)) => {
+                Some((core, Some(port.parse().ok()?), Some(token.parse().ok()?)))
+            }
+            None => Some((core, Some(ext.parse().ok()?), None)),
+        },
+    }
+}
+
+/// Parse `add ip:`, `remove ip:` and `name ip:` lines.
+pub fn parse_update(line: &str) -> Option<Update> {
+    let (core, port, token) = split_extension(line)?;
+    if let Some(rest) = core.strip_prefix("add ip: ") {
+        let (ip, rest) = rest.split_once(" name: ")?;
+        let (name, slot) = rest.rsplit_once(" in ")?;
+        return Some(Update::Add {
+            ip: ip.to_string(),
+            name: name.to_string(),
+            slot: slot.parse().ok()?,
+            port,
+            token,
+        });
+    }
+    if let Some(ip) = core.strip_prefix("remove ip: ") {
+        return Some(Update::Remove {
+            ip: ip.to_string(),
+            port,
+        });
+    }
+    if let Some(rest) = core.strip_prefix("name ip: ") {
+        let (ip, name) = rest.split_once(" name: ")?;
+        return Some(Update::Name {
+            ip: ip.to_string(),
+            name: name.to_string(),
+            port,
+        });
+    }
+    None
+}
+
+/// The server's refusals, as the design words them.
+const REFUSALS: [&str; 5] = [
+    "server full",
+    "you sent an invalid request",
+    "server version incompatible",
+    "you're banned from this server",
+    "name already taken",
+];
+
+impl ServerClient {
+    pub fn new(kind: ProtocolKind) -> ServerClient {
+        debug_assert!(kind.is_client_server());
+        ServerClient {
+            kind,
+            phase: Phase::Idle,
+            params: None,
+            server_peer: None,
+            server_name: String::new(),
+            messages_left: 0,
+            session: None,
+            stream_out: VecDeque::new(),
+            events: VecDeque::new(),
+            scratch: Vec::new(),
+            stats: ServerClientStats::default(),
+        }
+    }
+
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    fn node_eq(&self) -> NodeEq {
+        let order =
+            std::sync::Arc::clone(&self.params.as_ref().expect("params while active").order);
+        std::sync::Arc::new(move |a: &Node, b: &Node| order(a, b) == std::cmp::Ordering::Equal)
+    }
+
+    fn fail(&mut self, text: String) {
+        log::warn!("{}: {text}", self.kind);
+        let joined = self.phase == Phase::Joined;
+        self.phase = Phase::Idle;
+        self.session = None;
+        self.stream_out.push_back(StreamCommand::Close);
+        if joined {
+            self.events
+                .push_back(GameEvent::Disconnected { reason: text });
+        } else {
+            self.events.push_back(GameEvent::Error { text });
+        }
+    }
+
+    fn join_line(&self) -> String {
+        let params = self.params.as_ref().expect("params while active");
+        format!(
+            "version: 1.0 join me: {} os: {OS_NAME} port: {} token: {}",
+            params.name, params.game_port, params.token
+        )
+    }
+
+    fn take_accepted(&mut self, now: Instant, accepted: Accepted) -> NetResult<()> {
+        let params = self.params.clone().expect("params while active");
+        let me = LocalPlayer {
+            slot: accepted.slot,
+            token: params.token,
+            name: params.name,
+        };
+        let session = match self.kind {
+            ProtocolKind::GameServer => {
+                let peer = self
+                    .server_peer
+                    .ok_or_else(|| NetError::new(ErrorCode::State, "no server address"))?;
+                let udp = accepted
+                    .udp_port
+                    .filter(|p| *p != 0)
+                    .unwrap_or(GAMESERVER_UDP_PORT);
+                let server = (params.resolve)(&peer.ip().to_string(), udp).ok_or_else(|| {
+                    NetError::new(
+                        ErrorCode::Parse,
+                        format!(
+                            "the server's address {} is not a node of this backend",
+                            peer.ip()
+                        ),
+                    )
+                })?;
+                Session::new_star(
+                    params.session,
+                    self.node_eq(),
+                    me,
+                    server,
+                    accepted.server_token.unwrap_or(0),
+                    now,
+                )
+            }
+            _ => Session::new_mesh(params.session, self.node_eq(), me, now),
+        };
+        self.session = Some(session);
+        self.server_name = accepted.server_name;
+        self.phase = Phase::Joined;
+        self.messages_left = MESSAGE_LINES;
+        self.events.push_back(GameEvent::Connected {
+            slot: accepted.slot,
+        });
+        log::info!(
+            "{}: joined '{}' in slot {}",
+            self.kind,
+            self.server_name,
+            accepted.slot
+        );
+        Ok(())
+    }
+
+    fn take_update(&mut self, now: Instant, update: Update) {
+        let Some(params) = self.params.clone() else {
+            return;
+        };
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let node_of =
+            |ip: &str, port: Option<u16>| (params.resolve)(ip, port.unwrap_or(DESIGN_CLIENT_PORT));
+        match update {
+            Update::Add {
+                ip,
+                name,
+                slot,
+                port,
+                token,
+            } => {
+                let (Some(node), Ok(name)) = (node_of(&ip, port), PlayerName::new(name.as_bytes()))
+                else {
+                    self.stats.lines_not_understood += 1;
+                    return;
+                };
+                session.add_player(now, slot, node, token.unwrap_or(0), name, false);
+            }
+            Update::Remove { ip, port } => {
+                if let Some(slot) = node_of(&ip, port).and_then(|n| session.slot_at(&n)) {
+                    session.remove_player(slot, "left the server");
+                }
+            }
+            Update::Name { ip, name, port } => {
+                let found = node_of(&ip, port).and_then(|n| session.slot_at(&n));
+                if let (Some(slot), Ok(name)) = (found, PlayerName::new(name.as_bytes())) {
+                    session.rename_player(slot, name);
+                }
+            }
+        }
+    }
+
+    fn take_line(&mut self, now: Instant, line: String) {
+        self.stats.lines_received += 1;
+        match self.phase {
+            Phase::Joining { .. } => {
+                if let Some(accepted) = parse_accepted(&line) {
+                    if let Err(err) = self.take_accepted(now, accepted) {
+                        self.fail(err.message);
+                    }
+                } else if REFUSALS.contains(&line.as_str()) {
+                    self.fail(format!("the server refused: {line}"));
+                } else {
+                    self.stats.lines_not_understood += 1;
+                }
+            }
+            Phase::Joined if self.messages_left > 0 => {
+                self.messages_left -= 1;
+                if !line.trim().is_empty() {
+                    self.events
+                        .push_back(GameEvent::ServerMessage { text: line });
+                }
+            }
+            Phase::Joined => match parse_update(&line) {
+                Some(update) => self.take_update(now, update),
+                None if line == "new name accepted" => {}
+                None if line == "name already taken" => {
+                    self.events.push_back(GameEvent::Error {
+                        text: "the server refused the new name: name already taken".into(),
+                    });
+                }
+                None => self.stats.lines_not_understood += 1,
+            },
+            Phase::Idle | Phase::Connecting { .. } => {}
+        }
+    }
+}
+
+impl ClientProtocol for ServerClient {
+    fn kind(&self) -> ProtocolKind {
+        self.kind
+    }
+
+    fn describe(&self) -> String {
+        let server = self
+            .params
+            .as_ref()
+            .and_then(|p| p.server.clone())
+            .map(|(h, p)| format!("{h}:{p}"))
+            .unwrap_or_default();
+        match self.phase {
+            Phase::Idle => "not connected".to_string(),
+            Phase::Connecting { .. } => format!("connecting to {server}"),
+            Phase::Joining { .. } => format!("joining {server}"),
+            Phase::Joined => {
+                let session = self.session.as_ref().expect("session when joined");
+                format!(
+                    "on '{}' ({server}), slot {}, {} other players, {}",
+                    self.server_name,
+                    session.my_slot(),
+                    session.players().len(),
+                    if session.is_joined() {
+                        "joined"
+                    } else {
+                        "not joined"
+                    }
+                )
+            }
+        }
+    }
+
+    fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
+    fn is_active(&self) -> bool {
+        !matches!(self.phase, Phase::Idle)
+    }
+
+    fn connect(&mut self, now: Instant, params: ConnectParams) -> NetResult<()> {
+        if self.phase != Phase::Idle {
+            return Err(NetError::new(
+                ErrorCode::State,
+                "already connected or connecting (disconnect first)",
+            ));
+        }
+        let Some((host, port)) = params.server.clone() else {
+            return Err(NetError::invalid(
+                "no server set (net.server HOST[:PORT] or connect HOST[:PORT])",
+            ));
+        };
+        self.params = Some(params);
+        self.session = None;
+        self.server_peer = None;
+        self.stream_out.clear();
+        self.stream_out
+            .push_back(StreamCommand::Connect { host, port });
+        self.phase = Phase::Connecting { since: now };
+        Ok(())
+    }
+
+    fn disconnect(&mut self, _now: Instant, reason: &str) -> NetResult<()> {
+        if self.phase == Phase::Idle {
+            return Err(NetError::new(ErrorCode::NotConnected, "not connected"));
+        }
+        if self.phase == Phase::Joined {
+            self.stream_out
+                .push_back(StreamCommand::SendLine("remove me".to_string()));
+        }
+        self.stream_out.push_back(StreamCommand::Close);
+        self.phase = Phase::Idle;
+        self.session = None;
+        self.events.push_back(GameEvent::Disconnected {
+            reason: reason.to_string(),
+        });
+        Ok(())
+    }
+
+    fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let mut events = std::mem::take(&mut self.scratch);
+        match decode_packet(data, &mut events) {
+            Ok(packet) => {
+                if session.handle_packet(now, &from, &packet, &events).is_err() {
+                    self.stats.packets_rejected += 1;
+                }
+            }
+            Err(_) => self.stats.bad_packets += 1,
+        }
+        self.scratch = events;
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Connecting { since } | Phase::Joining { since }
+                if now.saturating_duration_since(since) >= JOIN_TIMEOUT =>
+            {
+                self.fail(format!(
+                    "no answer from the {} within {} s",
+                    self.kind,
+                    JOIN_TIMEOUT.as_secs()
+                ));
+            }
+            Phase::Joined => {
+                if let Some(session) = self.session.as_mut() {
+                    let (_, server_silent) = session.handle_timeout(now);
+                    if server_silent {
+                        self.fail("the gameserver stopped sending (timed out)".to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
+        self.session.as_mut()?.poll_transmit(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Connecting { since } | Phase::Joining { since } => Some(since + JOIN_TIMEOUT),
+            Phase::Joined => self.session.as_ref().and_then(Session::poll_timeout),
+            _ => None,
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<GameEvent> {
+        self.events
+            .pop_front()
+            .or_else(|| self.session.as_mut()?.poll_event())
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("server lines", self.stats.lines_received),
+            (
+                "server lines not understood",
+                self.stats.lines_not_understood,
+            ),
+            ("packets rejected", self.stats.packets_rejected),
+            ("bad packets", self.stats.bad_packets),
+        ]
+    }
+
+    fn poll_stream(&mut self) -> Option<StreamCommand> {
+        self.stream_out.pop_front()
+    }
+
+    fn handle_stream(&mut self, now: Instant, event: StreamEvent) {
+        match event {
+            StreamEvent::Connected { peer } => {
+                if let Phase::Connecting { since } = self.phase {
+                    self.server_peer = Some(peer);
+                    let line = self.join_line();
+                    self.stream_out.push_back(StreamCommand::SendLine(line));
+                    self.phase = Phase::Joining { since };
+                }
+            }
+            StreamEvent::Line(line) => self.take_line(now, line),
+            StreamEvent::Closed { reason } => {
+                if self.phase == Phase::Idle {
+                    return;
+                }
+                self.fail(format!(
+                    "the {} closed the connection ({reason})",
+                    self.kind
+                ));
+            }
+        }
+    }
+
+    fn name_changed(&mut self, name: &PlayerName) {
+        if self.phase == Phase::Joined {
+            self.stream_out
+                .push_back(StreamCommand::SendLine(format!("my new name: {name}")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_lines_parse_with_and_without_the_extension() {
+        assert_eq!(
+            parse_accepted("join from sid accepted, slot: 2, server name: TestServer"),
+            Some(Accepted {
+                slot: 2,
+                server_name: "TestServer".into(),
+                udp_port: None,
+                server_token: None
+            })
+        );
+        assert_eq!(
+            parse_accepted(
+                "join from a b accepted, slot: 15, server name: My Server udp: 6522 token: 77"
+            ),
+            Some(Accepted {
+                slot: 15,
+                server_name: "My Server".into(),
+                udp_port: Some(6522),
+                server_token: Some(77)
+            })
+        );
+        assert_eq!(
+            parse_accepted("join from x accepted, slot: 300, server name: s"),
+            None
+        );
+        assert_eq!(parse_accepted("server full"), None);
+    }
+
+    #[test]
+    fn update_lines_parse_as_the_design_writes_them_and_with_ports() {
+        assert_eq!(
+            parse_update("add ip: 192.168.1.1 name: msh in 0"),
+            Some(Update::Add {
+                ip: "192.168.1.1".into(),
+                name: "msh".into(),
+                slot: 0,
+                port: None,
+                token: None
+            })
+        );
+        assert_eq!(
+            parse_update("add ip: 127.0.0.1 name: big in 3 port: 7001 token: 9"),
+            Some(Update::Add {
+                ip: "127.0.0.1".into(),
+                name: "big".into(),
+                slot: 3,
+                port: Some(7001),
+                token: Some(9)
+            })
+        );
+        assert_eq!(
+            parse_update("remove ip: 192.168.1.1"),
+            Some(Update::Remove {
+                ip: "192.168.1.1".into(),
+                port: None
+            })
+        );
+        assert_eq!(
+            parse_update("remove ip: 127.0.0.1 port: 7001"),
+            Some(Update::Remove {
+                ip: "127.0.0.1".into(),
+                port: Some(7001)
+            })
+        );
+        assert_eq!(
+            parse_update("name ip: 192.168.1.1 name: maverick"),
+            Some(Update::Name {
+                ip: "192.168.1.1".into(),
+                name: "maverick".into(),
+                port: None
+            })
+        );
+        assert_eq!(parse_update("add ip: 1.2.3.4 name: x in notaslot"), None);
+        assert_eq!(parse_update("hello"), None);
+    }
+}

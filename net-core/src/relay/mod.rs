@@ -1,0 +1,434 @@
+//! The gameserver's packet relay (design section 2.3.3), sans-IO: clients send every game
+//! packet to the server, which forwards to the others.
+//!
+//! - One reliable link per client; reliable events stay reliable end to end (acknowledged by
+//!   the server, then queued reliably towards each other client).
+//! - A client's ship state goes to another only if they are within `distance` of each other
+//!   (looked up in a spatial grid, not over all pairs); a client without a known position (not
+//!   joined yet) receives every state.
+//! - NODE_ALIVE packets are consumed here: the server keeps each client's alive time and reports
+//!   a client silent for `alive_timeout` (`poll_silent`); nothing is forwarded for them.
+//! - Bursts: what arrives is buffered in each destination's `Outbox` and forwarded by the next
+//!   `handle_timeout` (the driver reads a whole burst of datagrams first; `poll_timeout` asks for
+//!   the pass at once). Laser and missile creations go first, only the newest state per player
+//!   is kept, other events wait at most `event_delay`.
+//! - A relay packet carries one player's state and events, with that player's slot as sender
+//!   slot and the server's token; its sequence and acks belong to the server-client link.
+//!
+//! Clients are known by slot (from the TCP join) and reached at their address; a packet from an
+//! unknown address whose token and slot match a client moves that client there (NAT rebinding).
+
+pub mod grid;
+pub mod outbox;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::rmev::{RemoteEvent, MAX_SLOTS};
+use crate::session::{Delivery, Link, LinkConfig, PacketMeta, PacketVerdict};
+use crate::wire::{decode_packet, PacketType, WireEvent};
+use grid::SpatialGrid;
+use outbox::Outbox;
+
+/// Settings of the relay.
+#[derive(Clone, Copy, Debug)]
+pub struct RelayConfig {
+    /// States are forwarded only between clients at most this far apart (0: no limit).
+    pub distance: f32,
+    /// A client silent this long is reported by `poll_silent`.
+    pub alive_timeout: Duration,
+    /// The longest a non-critical event waits in a burst buffer.
+    pub event_delay: Duration,
+    /// The server sends each client at least this often (acknowledgements, keep-alive).
+    pub keepalive: Duration,
+    pub max_payload: usize,
+    /// The server's token in its packets (told to clients at join).
+    pub server_token: u32,
+    pub link: LinkConfig,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            distance: 5000.0,
+            alive_timeout: Duration::from_secs(20),
+            event_delay: Duration::from_millis(20),
+            keepalive: Duration::from_millis(500),
+            max_payload: 1400,
+            server_token: 1,
+            link: LinkConfig::default(),
+        }
+    }
+}
+
+/// Counters shown by the server's status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RelayStats {
+    pub packets_received: u64,
+    pub packets_sent: u64,
+    pub bad_packets: u64,
+    pub unknown_senders: u64,
+    pub wrong_tokens: u64,
+    pub duplicates: u64,
+    pub node_alive_consumed: u64,
+    pub states_in: u64,
+    pub states_filtered_by_distance: u64,
+    pub events_in: u64,
+    pub clients_timed_out: u64,
+    pub address_changes: u64,
+}
+
+struct Client {
+    slot: u8,
+    addr: SocketAddr,
+    token: u32,
+    link: Link,
+    last_heard: Instant,
+    last_sent: Option<Instant>,
+    joined: bool,
+    outbox: Outbox,
+}
+
+/// The relay of one gameserver.
+pub struct RelayCore {
+    config: RelayConfig,
+    clients: Vec<Option<Client>>,
+    grid: SpatialGrid,
+    out: VecDeque<(SocketAddr, Vec<u8>)>,
+    silent: VecDeque<u8>,
+    scratch: Vec<WireEvent>,
+    deliveries: Vec<Delivery>,
+    near: Vec<u16>,
+    due: Vec<(u8, RemoteEvent)>,
+    /// Since when buffered input waits for a forwarding pass.
+    pending_since: Option<Instant>,
+    stats: RelayStats,
+}
+
+impl RelayCore {
+    pub fn new(config: RelayConfig) -> RelayCore {
+        RelayCore {
+            config,
+            clients: (0..MAX_SLOTS).map(|_| None).collect(),
+            grid: SpatialGrid::new(if config.distance > 0.0 {
+                config.distance
+            } else {
+                1.0
+            }),
+            out: VecDeque::new(),
+            silent: VecDeque::new(),
+            scratch: Vec::new(),
+            deliveries: Vec::new(),
+            near: Vec::new(),
+            due: Vec::new(),
+            pending_since: None,
+            stats: RelayStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &RelayStats {
+        &self.stats
+    }
+
+    pub fn config(&self) -> &RelayConfig {
+        &self.config
+    }
+
+    pub fn client_count(&self) -> usize {
+        self.clients.iter().flatten().count()
+    }
+
+    /// Burst-buffer counters summed over all clients.
+    pub fn outbox_stats(&self) -> outbox::OutboxStats {
+        let mut sum = outbox::OutboxStats::default();
+        for c in self.clients.iter().flatten() {
+            let s = c.outbox.stats();
+            sum.critical_forwarded += s.critical_forwarded;
+            sum.events_forwarded += s.events_forwarded;
+            sum.states_forwarded += s.states_forwarded;
+            sum.states_dropped += s.states_dropped;
+        }
+        sum
+    }
+
+    /// A player joined over TCP: expect its packets from `addr` signed with `token`.
+    pub fn add_client(&mut self, now: Instant, slot: u8, addr: SocketAddr, token: u32) {
+        let Some(entry) = self.clients.get_mut(usize::from(slot)) else {
+            return;
+        };
+        *entry = Some(Client {
+            slot,
+            addr,
+            token,
+            link: Link::new(self.config.link),
+            last_heard: now,
+            last_sent: None,
+            joined: false,
+            outbox: Outbox::default(),
+        });
+    }
+
+    /// A player left: forget it and everything buffered from it.
+    pub fn remove_client(&mut self, slot: u8) {
+        if let Some(entry) = self.clients.get_mut(usize::from(slot)) {
+            *entry = None;
+        }
+        self.grid.remove(u16::from(slot));
+        for client in self.clients.iter_mut().flatten() {
+            client.outbox.forget(slot);
+        }
+    }
+
+    fn find_sender(&mut self, from: SocketAddr, token: u32, slot: Option<u8>) -> Option<usize> {
+        if let Some(i) = self
+            .clients
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.addr == from))
+        {
+            return Some(i);
+        }
+        // A known client at a new address (NAT rebinding): its token and slot must match.
+        let i = usize::from(slot?);
+        let client = self.clients.get_mut(i)?.as_mut()?;
+        if client.token != token {
+            return None;
+        }
+        client.addr = from;
+        self.stats.address_changes += 1;
+        Some(i)
+    }
+
+    /// A datagram arrived on the server's UDP port.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.stats.packets_received += 1;
+        let mut events = std::mem::take(&mut self.scratch);
+        let packet = match decode_packet(data, &mut events) {
+            Ok(packet) => packet,
+            Err(err) => {
+                log::debug!("relay: bad packet from {from}: {err}");
+                self.stats.bad_packets += 1;
+                self.scratch = events;
+                return;
+            }
+        };
+        let header = packet.header;
+        let Some(index) = self.find_sender(from, header.token, header.sender_slot) else {
+            self.stats.unknown_senders += 1;
+            self.scratch = events;
+            return;
+        };
+        let client = self.clients[index].as_mut().expect("found above");
+        if header.token != client.token || header.sender_slot != Some(client.slot) {
+            self.stats.wrong_tokens += 1;
+            self.scratch = events;
+            return;
+        }
+        let mut deliveries = std::mem::take(&mut self.deliveries);
+        deliveries.clear();
+        let verdict =
+            client
+                .link
+                .handle_packet(now, &header, packet.state.as_ref(), &events, &mut |d| {
+                    deliveries.push(d)
+                });
+        self.scratch = events;
+        if verdict != PacketVerdict::Accepted {
+            self.stats.duplicates += 1;
+            self.deliveries = deliveries;
+            return;
+        }
+        client.last_heard = now;
+        let origin = client.slot;
+        if header.kind == PacketType::NodeAlive {
+            // Consumed here: the alive counter is the server's, not the other clients'.
+            self.stats.node_alive_consumed += 1;
+        }
+        for delivery in deliveries.drain(..) {
+            match delivery {
+                Delivery::State { state, .. } => {
+                    self.stats.states_in += 1;
+                    self.buffer_state(origin, state);
+                }
+                Delivery::Event { event, .. } => {
+                    self.stats.events_in += 1;
+                    if let RemoteEvent::PlayerStatus { joined, .. } = event {
+                        if let Some(c) = self.clients[usize::from(origin)].as_mut() {
+                            c.joined = joined;
+                        }
+                        if !joined {
+                            self.grid.remove(u16::from(origin));
+                        }
+                    }
+                    for client in self
+                        .clients
+                        .iter_mut()
+                        .flatten()
+                        .filter(|c| c.slot != origin)
+                    {
+                        client.outbox.push_event(now, origin, event.clone());
+                    }
+                }
+            }
+        }
+        self.deliveries = deliveries;
+        // Forwarded when the burst has been read (the driver calls `handle_timeout`).
+        self.pending_since.get_or_insert(now);
+    }
+
+    /// Buffer `origin`'s newest state for every client within the distance (or without a
+    /// position of its own).
+    fn buffer_state(&mut self, origin: u8, state: crate::rmev::ShipState) {
+        let id = u16::from(origin);
+        self.grid.update(id, state.pos);
+        let limited = self.config.distance > 0.0;
+        if limited {
+            self.grid
+                .within(state.pos, self.config.distance, &mut self.near);
+        }
+        for client in self
+            .clients
+            .iter_mut()
+            .flatten()
+            .filter(|c| c.slot != origin)
+        {
+            let dest = u16::from(client.slot);
+            let in_range = !limited || !self.grid.contains(dest) || self.near.contains(&dest);
+            if in_range {
+                client.outbox.push_state(origin, state);
+            } else {
+                self.stats.states_filtered_by_distance += 1;
+            }
+        }
+    }
+
+    /// Move what is due from the burst buffers into the links and write the packets.
+    fn forward(&mut self, now: Instant) {
+        let mut buf = vec![0u8; self.config.max_payload];
+        for index in 0..self.clients.len() {
+            let Some(client) = self.clients[index].as_mut() else {
+                continue;
+            };
+            client
+                .outbox
+                .take_due_events(now, self.config.event_delay, &mut self.due);
+            for (origin, event) in self.due.drain(..) {
+                if !client.link.queue_relayed(origin, event) {
+                    log::warn!("relay: queue towards slot {} full", client.slot);
+                }
+            }
+            // One packet per player with something for this client: its state and events.
+            let mut origins: Vec<Option<u8>> = client.outbox.state_origins().map(Some).collect();
+            for origin in client.link.pending_origins(now) {
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+            let keepalive_due = client
+                .last_sent
+                .is_none_or(|t| now.saturating_duration_since(t) >= self.config.keepalive);
+            if origins.is_empty() && (client.link.wants_to_send(now) || keepalive_due) {
+                origins.push(None);
+            }
+            for origin in origins {
+                let state = origin.and_then(|o| client.outbox.take_state(o));
+                let joined = origin.is_some();
+                let meta = PacketMeta {
+                    kind: if joined {
+                        PacketType::GameState
+                    } else {
+                        PacketType::NodeAlive
+                    },
+                    sender_slot: origin,
+                    joined,
+                    token: self.config.server_token,
+                    relay: true,
+                };
+                match client
+                    .link
+                    .write_packet(now, &mut buf, meta, state.as_ref())
+                {
+                    Ok(len) => {
+                        self.out.push_back((client.addr, buf[..len].to_vec()));
+                        client.last_sent = Some(now);
+                        self.stats.packets_sent += 1;
+                    }
+                    Err(err) => log::error!("relay: cannot encode a packet: {err}"),
+                }
+            }
+        }
+    }
+
+    /// The next datagram to send: destination and length in `buf`.
+    pub fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
+        let (to, data) = self.out.pop_front()?;
+        let len = data.len().min(buf.len());
+        buf[..len].copy_from_slice(&data[..len]);
+        Some((to, len))
+    }
+
+    /// Run timers and the forwarding pass: forward what the last burst buffered and what is
+    /// due, retransmit, keep links alive, find silent clients.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.pending_since = None;
+        for client in self.clients.iter().flatten() {
+            if now.saturating_duration_since(client.last_heard) >= self.config.alive_timeout
+                && !self.silent.contains(&client.slot)
+            {
+                self.silent.push_back(client.slot);
+            }
+        }
+        self.forward(now);
+    }
+
+    /// When `handle_timeout` should run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let clients = self
+            .clients
+            .iter()
+            .flatten()
+            .flat_map(|c| {
+                [
+                    Some(c.last_heard + self.config.alive_timeout),
+                    Some(
+                        c.last_sent
+                            .map_or(c.last_heard, |t| t + self.config.keepalive),
+                    ),
+                    c.outbox.next_due(self.config.event_delay),
+                    c.link.next_retransmit(c.last_heard),
+                ]
+            })
+            .flatten()
+            .min();
+        [clients, self.pending_since].into_iter().flatten().min()
+    }
+
+    /// A client whose alive counter ran out (it is removed by the caller through the TCP side).
+    pub fn poll_silent(&mut self) -> Option<u8> {
+        let slot = self.silent.pop_front()?;
+        self.stats.clients_timed_out += 1;
+        Some(slot)
+    }
+
+    /// Lines for the server's status.
+    pub fn status_lines(&self) -> Vec<String> {
+        let s = &self.stats;
+        let o = self.outbox_stats();
+        vec![
+            format!(
+                "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}",
+                self.client_count(),
+                s.packets_received,
+                s.packets_sent,
+                s.bad_packets,
+                s.unknown_senders,
+                s.wrong_tokens,
+                s.node_alive_consumed
+            ),
+            format!(
+                "forwarding: states in {} forwarded {} dropped as outdated {} filtered by distance {}; events in {} critical first {} others {}",
+                s.states_in, o.states_forwarded, o.states_dropped, s.states_filtered_by_distance, s.events_in, o.critical_forwarded, o.events_forwarded
+            ),
+        ]
+    }
+}

@@ -1,0 +1,402 @@
+//! The gameserver relay, sans-IO and deterministic: burst handling (missile first, stale state
+//! dropped, other events delayed within the bound), distance filtering through the spatial
+//! index, NODE_ALIVE consumed with alive counters, and reliable events kept reliable end to end
+//! through the server under loss.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use net_core::relay::{RelayConfig, RelayCore};
+use net_core::rmev::{ChatText, CustomData, RemoteEvent, ShipState};
+use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
+use net_core::wire::{decode_packet, PacketType};
+
+const SERVER_TOKEN: u32 = 0xBEEF;
+
+fn addr(slot: u8) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7000 + u16::from(slot)))
+}
+
+fn token(slot: u8) -> u32 {
+    100 + u32::from(slot)
+}
+
+/// A client: its side of the link with the server.
+struct Client {
+    slot: u8,
+    link: Link,
+}
+
+impl Client {
+    fn new(slot: u8) -> Client {
+        Client {
+            slot,
+            link: Link::new(LinkConfig::default()),
+        }
+    }
+
+    fn packet(
+        &mut self,
+        now: Instant,
+        kind: PacketType,
+        state: Option<ShipState>,
+        events: Vec<RemoteEvent>,
+    ) -> Vec<u8> {
+        for event in events {
+            assert!(self.link.queue_event(event));
+        }
+        let meta = PacketMeta {
+            kind,
+            sender_slot: Some(self.slot),
+            joined: true,
+            token: token(self.slot),
+            relay: false,
+        };
+        let mut buf = [0u8; 1400];
+        let len = self
+            .link
+            .write_packet(now, &mut buf, meta, state.as_ref())
+            .unwrap();
+        buf[..len].to_vec()
+    }
+
+    /// Take a packet from the server: (origin, state?, events).
+    fn receive(&mut self, now: Instant, data: &[u8]) -> Vec<Delivery> {
+        let mut events = Vec::new();
+        let packet = decode_packet(data, &mut events).unwrap();
+        assert_eq!(packet.header.token, SERVER_TOKEN);
+        let mut out = Vec::new();
+        self.link.handle_packet(
+            now,
+            &packet.header,
+            packet.state.as_ref(),
+            &events,
+            &mut |d| out.push(d),
+        );
+        out
+    }
+}
+
+fn relay(distance: f32, slots: &[u8], now: Instant) -> RelayCore {
+    let mut relay = RelayCore::new(RelayConfig {
+        distance,
+        server_token: SERVER_TOKEN,
+        ..RelayConfig::default()
+    });
+    for &slot in slots {
+        relay.add_client(now, slot, addr(slot), token(slot));
+    }
+    relay
+}
+
+fn state_at(x: f32) -> ShipState {
+    ShipState {
+        pos: [x, 0.0, 0.0],
+        ..ShipState::default()
+    }
+}
+
+fn text(t: &str) -> RemoteEvent {
+    RemoteEvent::SendText(ChatText::new(t.as_bytes()).unwrap())
+}
+
+fn missile(id: u32) -> RemoteEvent {
+    RemoteEvent::CreateMissile {
+        object_id: id,
+        class: 1,
+        pos: [0.0; 3],
+        dir: [1.0, 0.0, 0.0],
+        target_id: 0,
+    }
+}
+
+/// Everything the relay sends to `slot` now, decoded by that client.
+fn drain_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<Vec<Delivery>> {
+    let mut packets = Vec::new();
+    let mut buf = [0u8; 1400];
+    let mut others = Vec::new();
+    while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+        if to == addr(client.slot) {
+            packets.push(client.receive(now, &buf[..len]));
+        } else {
+            others.push(to);
+        }
+    }
+    packets
+}
+
+#[test]
+fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_the_text() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let (mut a, mut b) = (Client::new(0), Client::new(1));
+    // A burst: an old state, then text, then a newer state with a missile creation, all
+    // arriving before the server's next forwarding pass.
+    let p1 = a.packet(now, PacketType::GameState, Some(state_at(1.0)), vec![]);
+    let p2 = a.packet(now, PacketType::GameState, None, vec![text("hello")]);
+    let p3 = a.packet(
+        now,
+        PacketType::GameState,
+        Some(state_at(2.0)),
+        vec![missile(9)],
+    );
+    for p in [&p1, &p2, &p3] {
+        relay.handle_datagram(now, addr(0), p);
+    }
+    assert!(
+        relay.poll_timeout().is_some_and(|t| t <= now),
+        "a forwarding pass is due at once"
+    );
+    relay.handle_timeout(now);
+    let first = drain_to(&mut relay, &mut b, now);
+    let carrying_a: Vec<&Vec<Delivery>> = first
+        .iter()
+        .filter(|p| {
+            p.iter().any(|d| {
+                matches!(
+                    d,
+                    Delivery::State {
+                        origin: Some(0),
+                        ..
+                    } | Delivery::Event {
+                        origin: Some(0),
+                        ..
+                    }
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        carrying_a.len(),
+        1,
+        "one packet from A's stream goes out at once: {first:?}"
+    );
+    let packet = carrying_a[0];
+    assert!(
+        packet.contains(&Delivery::Event {
+            origin: Some(0),
+            event: missile(9)
+        }),
+        "the missile goes first"
+    );
+    assert!(
+        packet.contains(&Delivery::State {
+            origin: Some(0),
+            state: state_at(2.0)
+        }),
+        "with the newest state"
+    );
+    assert!(
+        !packet.iter().any(|d| matches!(
+            d,
+            Delivery::Event {
+                event: RemoteEvent::SendText(_),
+                ..
+            }
+        )),
+        "the text waits"
+    );
+    assert!(
+        !packet.contains(&Delivery::State {
+            origin: Some(0),
+            state: state_at(1.0)
+        }),
+        "the stale state is not sent"
+    );
+    assert_eq!(
+        relay.outbox_stats().states_dropped,
+        1,
+        "the stale state was dropped"
+    );
+    // The text follows within the delay bound.
+    let later = now + relay.config().event_delay;
+    assert!(relay.poll_timeout().is_some_and(|t| t <= later));
+    relay.handle_timeout(later);
+    let second: Vec<Delivery> = drain_to(&mut relay, &mut b, later)
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(
+        second.contains(&Delivery::Event {
+            origin: Some(0),
+            event: text("hello")
+        }),
+        "{second:?}"
+    );
+    // A state older than one already forwarded is dropped (it arrives late, reordered).
+    let old = a.packet(now, PacketType::GameState, Some(state_at(1.5)), vec![]);
+    let newer = a.packet(now, PacketType::GameState, Some(state_at(3.0)), vec![]);
+    relay.handle_datagram(later, addr(0), &newer);
+    relay.handle_datagram(later, addr(0), &old);
+    relay.handle_timeout(later);
+    let third: Vec<Delivery> = drain_to(&mut relay, &mut b, later)
+        .into_iter()
+        .flatten()
+        .collect();
+    let states: Vec<&Delivery> = third
+        .iter()
+        .filter(|d| matches!(d, Delivery::State { .. }))
+        .collect();
+    assert_eq!(
+        states,
+        vec![&Delivery::State {
+            origin: Some(0),
+            state: state_at(3.0)
+        }]
+    );
+}
+
+#[test]
+fn state_goes_only_to_clients_within_the_distance() {
+    let now = Instant::now();
+    let mut relay = relay(1000.0, &[0, 1, 2], now);
+    let mut clients: Vec<Client> = (0..3).map(Client::new).collect();
+    // Everyone reports a position: 0 at x=0, 1 nearby at x=100, 2 far away at x=10000.
+    for (i, x) in [(0usize, 0.0f32), (1, 100.0), (2, 10_000.0)] {
+        let p = clients[i].packet(now, PacketType::GameState, Some(state_at(x)), vec![]);
+        relay.handle_datagram(now, addr(i as u8), &p);
+    }
+    relay.handle_timeout(now);
+    let mut buf = [0u8; 1400];
+    while relay.poll_transmit(now, &mut buf).is_some() {}
+    let t = now + Duration::from_millis(50);
+    let p = clients[0].packet(t, PacketType::GameState, Some(state_at(5.0)), vec![]);
+    relay.handle_datagram(t, addr(0), &p);
+    relay.handle_timeout(t);
+    let mut got_near = false;
+    let mut got_far = false;
+    while let Some((to, len)) = relay.poll_transmit(t, &mut buf) {
+        let slot = (to.port() - 7000) as u8;
+        for d in clients[usize::from(slot)].receive(t, &buf[..len]) {
+            if d == (Delivery::State {
+                origin: Some(0),
+                state: state_at(5.0),
+            }) {
+                got_near |= slot == 1;
+                got_far |= slot == 2;
+            }
+        }
+    }
+    assert!(got_near, "the near client gets the state");
+    assert!(!got_far, "the far client does not");
+    assert!(relay.stats().states_filtered_by_distance >= 1);
+}
+
+#[test]
+fn node_alive_is_consumed_and_silent_clients_are_reported() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let (mut a, mut b) = (Client::new(0), Client::new(1));
+    for i in 0..5u64 {
+        let t = now + Duration::from_millis(100 * i);
+        let p = a.packet(t, PacketType::NodeAlive, None, vec![]);
+        relay.handle_datagram(t, addr(0), &p);
+        relay.handle_timeout(t);
+        for packets in drain_to(&mut relay, &mut b, t) {
+            assert!(packets.iter().all(|d| !matches!(
+                d,
+                Delivery::State {
+                    origin: Some(0),
+                    ..
+                } | Delivery::Event {
+                    origin: Some(0),
+                    ..
+                }
+            )));
+        }
+    }
+    assert_eq!(relay.stats().node_alive_consumed, 5);
+    // Client 1 never sent anything; client 0 stops now. After the alive timeout both are
+    // reported, 1 first (silent longer).
+    let later = now + relay.config().alive_timeout + Duration::from_millis(450);
+    relay.handle_timeout(later);
+    let mut silent = Vec::new();
+    while let Some(slot) = relay.poll_silent() {
+        silent.push(slot);
+    }
+    assert_eq!(silent, vec![0, 1]);
+    relay.remove_client(0);
+    assert_eq!(relay.client_count(), 1);
+}
+
+#[test]
+fn reliable_events_stay_reliable_end_to_end_through_the_server_under_loss() {
+    let start = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], start);
+    let (mut a, mut b) = (Client::new(0), Client::new(1));
+    let mut received = Vec::new();
+    let mut buf = [0u8; 1400];
+    let mut dropped = 0u32;
+    let mut counter = 0u32;
+    let mut lose = || {
+        counter += 1;
+        counter.is_multiple_of(4)
+    };
+    let total = 500u32;
+    let mut next = 1u32;
+    for step in 0..4000u64 {
+        let now = start + Duration::from_millis(5 * step);
+        // A sends a few new events each step, plus retransmissions.
+        let mut new = Vec::new();
+        for _ in 0..3 {
+            if next <= total {
+                new.push(RemoteEvent::Custom {
+                    custom_type: 1,
+                    data: CustomData::new(&next.to_be_bytes()).unwrap(),
+                    reliable: true,
+                });
+                next += 1;
+            }
+        }
+        let p = a.packet(now, PacketType::GameState, None, new);
+        if lose() {
+            dropped += 1;
+        } else {
+            relay.handle_datagram(now, addr(0), &p);
+        }
+        // B answers (acks) every step.
+        let pb = b.packet(now, PacketType::NodeAlive, None, vec![]);
+        if !lose() {
+            relay.handle_datagram(now, addr(1), &pb);
+        }
+        relay.handle_timeout(now);
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            if lose() {
+                dropped += 1;
+                continue;
+            }
+            let target = if to == addr(0) { &mut a } else { &mut b };
+            let mut events = Vec::new();
+            let packet = decode_packet(&buf[..len], &mut events).unwrap();
+            target.link.handle_packet(
+                now,
+                &packet.header,
+                packet.state.as_ref(),
+                &events,
+                &mut |d| {
+                    if let Delivery::Event {
+                        origin: Some(0),
+                        event: RemoteEvent::Custom { data, .. },
+                    } = d
+                    {
+                        received.push(u32::from_be_bytes(data.as_bytes().try_into().unwrap()));
+                    }
+                },
+            );
+        }
+        if received.len() as u32 == total && a.link.unacknowledged() == 0 {
+            break;
+        }
+    }
+    assert!(dropped > 100, "the test really lost packets ({dropped})");
+    assert_eq!(received.len() as u32, total, "every event arrived");
+    assert!(
+        received.iter().copied().eq(1..=total),
+        "exactly once and in order"
+    );
+    assert_eq!(
+        a.link.unacknowledged(),
+        0,
+        "the server acknowledged everything"
+    );
+}
