@@ -1,16 +1,226 @@
-//! `parsecnet console`: runs console lines against one `Subsystem`, from `--exec` (commands
-//! separated by ';') or from standard input, one command per line.
+//! `parsecnet console`: the game's console without the game. Runs the frame loop itself
+//! (`maintain` at the send frequency), executes console lines through the same command table as
+//! `NET_ConsoleExec`, and prints incoming events as lines.
+//!
+//! - Interactive (standard input is a terminal): line editing, history, tab completion of
+//!   commands and their first argument; events are printed above the prompt without garbling
+//!   the line being typed.
+//! - `--exec "CMD; CMD"`: run a script (then exit, or stay interactive with `--stay`). Scripts
+//!   may use `wait MS` to let the game run between commands.
+//! - Otherwise lines are read from standard input.
+//!
+//! Console-only commands: `wait MS`, `quit`.
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::time::{Duration, Instant};
 
 use net_core::Subsystem;
+use rustyline::completion::{Completer, Pair};
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, ExternalPrinter, Helper};
 
-const USAGE: &str = "usage: parsecnet console [--exec \"CMD; CMD; ...\"]";
+use crate::event_text;
+
+const USAGE: &str = "usage: parsecnet console [--exec \"CMD; CMD; ...\"] [--stay]";
+/// The frame period when nothing else sets it (100 Hz keeps input responsive).
+const FRAME: Duration = Duration::from_millis(10);
+/// Longest `wait` a script may ask for.
+const MAX_WAIT_MS: u64 = 600_000;
+
+/// Where output goes: above the prompt when interactive, else standard output.
+enum Output {
+    Plain,
+    Printer(Box<dyn ExternalPrinter + Send>),
+}
+
+impl Output {
+    fn line(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self {
+            Output::Plain => println!("{text}"),
+            Output::Printer(printer) => {
+                if printer.print(format!("{text}\n")).is_err() {
+                    println!("{text}");
+                }
+            }
+        }
+    }
+}
+
+/// What a console line asks of the loop.
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// The console's state: the subsystem, where output goes, and failure count for scripts.
+struct Console {
+    sub: Subsystem,
+    out: Output,
+    failures: u32,
+}
+
+impl Console {
+    /// Run the frame loop until `until`, printing events.
+    fn run_frames_until(&mut self, until: Instant) {
+        loop {
+            let now = Instant::now();
+            self.frame(now);
+            if now >= until {
+                return;
+            }
+            std::thread::sleep(FRAME.min(until - now));
+        }
+    }
+
+    fn frame(&mut self, now: Instant) {
+        self.sub.maintain(now);
+        while let Some(event) = self.sub.poll_event() {
+            let text = event_text::describe(&self.sub, &event);
+            self.out.line(&text);
+        }
+    }
+
+    fn exec(&mut self, line: &str) -> Flow {
+        let trimmed = line.trim();
+        let (word, args) = net_core::console::split_command(trimmed);
+        match word {
+            "quit" | "exit" => return Flow::Quit,
+            "wait" => {
+                match args.parse::<u64>() {
+                    Ok(ms) if ms <= MAX_WAIT_MS => {
+                        self.run_frames_until(Instant::now() + Duration::from_millis(ms))
+                    }
+                    _ => {
+                        self.out.line(&format!("wait: '{args}' is not a number of milliseconds (0-{MAX_WAIT_MS}); usage: wait MS"));
+                        self.failures += 1;
+                    }
+                }
+                return Flow::Continue;
+            }
+            _ => {}
+        }
+        let reply = self.sub.console_exec(trimmed, Instant::now());
+        if reply.result.is_err() {
+            self.failures += 1;
+        }
+        self.out.line(&reply.output);
+        // Let what the command started show up right away.
+        self.frame(Instant::now());
+        Flow::Continue
+    }
+
+    /// Execute lines from `lines` while running frames, until they end or `quit`.
+    fn serve(&mut self, lines: Receiver<String>) {
+        loop {
+            let now = Instant::now();
+            self.frame(now);
+            loop {
+                match lines.try_recv() {
+                    Ok(line) => {
+                        if let Flow::Quit = self.exec(&line) {
+                            return;
+                        }
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            }
+            std::thread::sleep(FRAME);
+        }
+    }
+}
+
+/// Tab completion from the command table.
+struct CommandCompleter;
+
+impl Completer for CommandCompleter {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let line = &line[..pos];
+        let start = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let candidates = net_core::console::completions(line)
+            .into_iter()
+            .map(|word| Pair {
+                display: word.clone(),
+                replacement: format!("{word} "),
+            })
+            .collect();
+        Ok((start, candidates))
+    }
+}
+
+impl Hinter for CommandCompleter {
+    type Hint = String;
+}
+impl Highlighter for CommandCompleter {}
+impl Validator for CommandCompleter {}
+impl Helper for CommandCompleter {}
+
+/// Read lines with the line editor on another thread; returns the channel and the printer.
+fn interactive_reader() -> Result<(Receiver<String>, Box<dyn ExternalPrinter + Send>), String> {
+    let mut editor: Editor<CommandCompleter, DefaultHistory> =
+        Editor::new().map_err(|e| format!("cannot start the line editor: {e}"))?;
+    editor.set_helper(Some(CommandCompleter));
+    let printer = editor
+        .create_external_printer()
+        .map_err(|e| format!("cannot print above the prompt: {e}"))?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let history = std::env::var_os("HOME")
+            .map(|h| std::path::PathBuf::from(h).join(".parsecnet_history"));
+        if let Some(path) = &history {
+            let _ = editor.load_history(path);
+        }
+        while let Ok(line) = editor.readline("parsec> ") {
+            if !line.trim().is_empty() {
+                let _ = editor.add_history_entry(line.as_str());
+            }
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+        if let Some(path) = &history {
+            let _ = editor.save_history(path);
+        }
+    });
+    Ok((rx, Box::new(printer)))
+}
+
+/// Lines from standard input (not a terminal) on another thread.
+fn plain_reader() -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            match line {
+                Ok(line) => {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    rx
+}
 
 pub fn run(args: &[String]) -> ExitCode {
     let mut script: Option<String> = None;
+    let mut stay = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -18,43 +228,48 @@ pub fn run(args: &[String]) -> ExitCode {
                 Some(s) => script = Some(s.clone()),
                 None => return usage_error("--exec needs a command list"),
             },
+            "--stay" => stay = true,
             other => return usage_error(&format!("unknown option '{other}'")),
         }
     }
-    let mut sub = Subsystem::new();
-    let mut failures = 0;
-    let mut run_line = |line: &str| {
-        let reply = sub.console_exec(line, Instant::now());
-        if !reply.output.is_empty() {
-            if reply.result.is_ok() {
-                println!("{}", reply.output);
-            } else {
-                eprintln!("{}", reply.output);
-            }
-        }
-        if reply.result.is_err() {
-            failures += 1;
-        }
+    let mut console = Console {
+        sub: Subsystem::new(),
+        out: Output::Plain,
+        failures: 0,
     };
-    match script {
-        Some(script) => {
-            for command in script.split(';') {
-                run_line(command);
+    if let Some(script) = &script {
+        for command in script.split(';') {
+            if let Flow::Quit = console.exec(command) {
+                return exit_code(&console);
             }
         }
-        None => {
-            for line in std::io::stdin().lock().lines() {
-                match line {
-                    Ok(line) => run_line(&line),
-                    Err(e) => {
-                        eprintln!("parsecnet console: reading input: {e}");
-                        break;
-                    }
-                }
-            }
+        if !stay {
+            return exit_code(&console);
         }
     }
-    if failures > 0 {
+    let lines = if std::io::stdin().is_terminal() {
+        match interactive_reader() {
+            Ok((lines, printer)) => {
+                console.out = Output::Printer(printer);
+                console
+                    .out
+                    .line("parsec-net console: type help for the commands, quit to leave");
+                lines
+            }
+            Err(e) => {
+                eprintln!("parsecnet console: {e}; reading plain lines");
+                plain_reader()
+            }
+        }
+    } else {
+        plain_reader()
+    };
+    console.serve(lines);
+    exit_code(&console)
+}
+
+fn exit_code(console: &Console) -> ExitCode {
+    if console.failures > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

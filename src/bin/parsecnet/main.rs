@@ -4,6 +4,9 @@
 //! Servers and the demo are added as further subcommands.
 
 mod console_cli;
+mod event_text;
+mod server_options;
+mod slotserver_cli;
 
 use std::process::ExitCode;
 
@@ -11,6 +14,7 @@ const USAGE: &str = "usage: parsecnet <command> [options]
 
 commands:
   console [--exec \"CMD; CMD\"]   run console commands (interactive without --exec)
+  slotserver [options]          run a slotserver (slotserver --help: its options)
   help                           this text";
 
 fn main() -> ExitCode {
@@ -23,6 +27,7 @@ fn main() -> ExitCode {
     let rest = &args[1..];
     match command.as_str() {
         "console" => console_cli::run(rest),
+        "slotserver" => slotserver_cli::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

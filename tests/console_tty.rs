@@ -1,0 +1,157 @@
+//! `parsecnet console` driven in a real pseudo-terminal (tmux): typing commands shows their
+//! output, Tab completes a command, and chat from another console appears above the prompt
+//! without garbling the line being typed. SKIPPED when tmux is not installed.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_parsecnet");
+
+/// A tmux session running one console; killed on drop.
+struct Tty {
+    name: String,
+}
+
+impl Tty {
+    fn start(tag: &str) -> Tty {
+        let name = format!("pn-console-{}-{tag}", std::process::id());
+        let status = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "160",
+                "-y",
+                "50",
+                BIN,
+                "console",
+            ])
+            .env("PARSEC_NET_LOG", "off")
+            .status()
+            .expect("tmux runs");
+        assert!(status.success(), "tmux new-session failed");
+        let tty = Tty { name };
+        tty.wait_for("parsec>", Duration::from_secs(10));
+        tty
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux")
+            .args(&args)
+            .status()
+            .expect("tmux runs")
+            .success());
+    }
+
+    fn line(&self, text: &str) {
+        self.keys(&["-l", text]);
+        self.keys(&["Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, text: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} did not appear in {}:\n{screen}",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tty {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn setup(tty: &Tty, name: &str, port: u16, peer: u16) {
+    for line in [
+        format!("name {name}"),
+        "net.udp.bind 127.0.0.1".to_string(),
+        "net.udp.ipv6 0".to_string(),
+        format!("net.port {port}"),
+        "net.peer.connect_interval 50".to_string(),
+        "net.peer.slot_interval 80".to_string(),
+        format!("connect 127.0.0.1:{peer}"),
+    ] {
+        tty.line(&line);
+    }
+}
+
+#[test]
+fn typing_commands_completing_with_tab_and_chat_above_the_prompt() {
+    if !tmux_available() {
+        println!("SKIPPED: tmux is not installed (tools/test.sh installs it)");
+        return;
+    }
+    let a = Tty::start("a");
+    // Tab completes a command.
+    a.keys(&["-l", "net.sub"]);
+    a.keys(&["Tab"]);
+    let screen = a.wait_for("parsec> net.subsys", Duration::from_secs(5));
+    assert!(screen.contains("parsec> net.subsys"), "{screen}");
+    a.keys(&["C-u"]);
+    a.line("help net.api");
+    a.wait_for("usage: net.api udp|ipx|NAME|PATH", Duration::from_secs(5));
+
+    // Two consoles find each other on loopback.
+    let b = Tty::start("b");
+    let (pa, pb) = (free_udp_port(), free_udp_port());
+    setup(&a, "alice", pa, pb);
+    setup(&b, "bob", pb, pa);
+    a.wait_for("* connected: you are player", Duration::from_secs(20));
+    b.wait_for("* alice (player", Duration::from_secs(20));
+    // Bob is typing when Alice's chat arrives: the chat appears above, his line stays whole.
+    b.keys(&["-l", "say half a line"]);
+    std::thread::sleep(Duration::from_millis(200));
+    a.line("say hello from alice");
+    let screen = b.wait_for("<alice> hello from alice", Duration::from_secs(10));
+    let last = screen.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    assert_eq!(
+        last.trim_end(),
+        "parsec> say half a line",
+        "the typed line is intact:\n{screen}"
+    );
+    b.keys(&["Enter"]);
+    a.wait_for("<bob> half a line", Duration::from_secs(10));
+    a.line("players");
+    a.wait_for("bob", Duration::from_secs(5));
+    a.line("quit");
+    b.line("quit");
+}
