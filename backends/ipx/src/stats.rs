@@ -1,0 +1,176 @@
+//! Traffic counters of one IPX backend socket, readable from Rust only (the backend ABI has no
+//! statistics call yet), and their one-line summary. This module only counts; it must never
+//! decide what to do with traffic.
+
+use crate::filter::Rejection;
+use crate::frame::Malformed;
+
+/// Counters of one socket since it was opened. All counts wrap only after 2^64 events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames handed to the kernel by `send`.
+    pub datagrams_sent: u64,
+    /// Payload bytes of `datagrams_sent` (padding and headers not counted).
+    pub bytes_sent: u64,
+    /// Datagrams delivered to the caller by `receive`.
+    pub datagrams_received: u64,
+    /// Payload bytes of `datagrams_received`.
+    pub bytes_received: u64,
+    /// Frames read from the packet socket, delivered or not.
+    pub frames_read: u64,
+    /// Frames shorter than an Ethernet header.
+    pub dropped_short_frame: u64,
+    /// Frames of another EtherType (the kernel normally filters these out already).
+    pub dropped_wrong_ethertype: u64,
+    /// IPX frames too short to hold the 30-byte IPX header.
+    pub dropped_truncated_header: u64,
+    /// IPX frames whose length field is below 30 or larger than the frame.
+    pub dropped_bad_length: u64,
+    /// IPX frames for another IPX socket.
+    pub dropped_other_socket: u64,
+    /// IPX frames for another IPX network number.
+    pub dropped_other_network: u64,
+    /// IPX frames for another node (seen while the interface is promiscuous).
+    pub dropped_other_node: u64,
+    /// Frames this socket sent itself (outgoing copies or reflections).
+    pub dropped_own: u64,
+    /// Frames larger than the receive buffer, or IPX payloads above 546 bytes.
+    pub dropped_oversize: u64,
+    /// IPX packets without payload.
+    pub dropped_empty: u64,
+    /// Datagrams that did not fit the caller's receive buffer (dropped, `ERR_TOO_LARGE` returned).
+    pub dropped_caller_too_small: u64,
+    /// `send` calls answered with `NET_BACKEND_WOULD_BLOCK`.
+    pub would_block: u64,
+}
+
+impl Stats {
+    /// Record one datagram accepted by the kernel for sending.
+    pub fn count_sent(&mut self, len: usize) {
+        self.datagrams_sent = self.datagrams_sent.wrapping_add(1);
+        self.bytes_sent = self.bytes_sent.wrapping_add(len as u64);
+    }
+
+    /// Record one datagram delivered to the caller.
+    pub fn count_received(&mut self, len: usize) {
+        self.datagrams_received = self.datagrams_received.wrapping_add(1);
+        self.bytes_received = self.bytes_received.wrapping_add(len as u64);
+    }
+
+    /// Record a frame that is not well-formed IPX.
+    pub fn count_malformed(&mut self, why: &Malformed) {
+        let counter = match why {
+            Malformed::ShortFrame { .. } => &mut self.dropped_short_frame,
+            Malformed::WrongEtherType { .. } => &mut self.dropped_wrong_ethertype,
+            Malformed::TruncatedHeader { .. } => &mut self.dropped_truncated_header,
+            Malformed::BadLength { .. } => &mut self.dropped_bad_length,
+        };
+        *counter = counter.wrapping_add(1);
+    }
+
+    /// Record a well-formed IPX frame that is not for this socket.
+    pub fn count_rejected(&mut self, why: Rejection) {
+        let counter = match why {
+            Rejection::OtherSocket => &mut self.dropped_other_socket,
+            Rejection::OtherNetwork => &mut self.dropped_other_network,
+            Rejection::OtherNode => &mut self.dropped_other_node,
+            Rejection::Own => &mut self.dropped_own,
+            Rejection::Oversize => &mut self.dropped_oversize,
+            Rejection::Empty => &mut self.dropped_empty,
+        };
+        *counter = counter.wrapping_add(1);
+    }
+
+    /// All frames and datagrams dropped, for any reason.
+    pub fn dropped_total(&self) -> u64 {
+        [
+            self.dropped_short_frame,
+            self.dropped_wrong_ethertype,
+            self.dropped_truncated_header,
+            self.dropped_bad_length,
+            self.dropped_other_socket,
+            self.dropped_other_network,
+            self.dropped_other_node,
+            self.dropped_own,
+            self.dropped_oversize,
+            self.dropped_empty,
+            self.dropped_caller_too_small,
+        ]
+        .iter()
+        .fold(0u64, |sum, n| sum.wrapping_add(*n))
+    }
+
+    /// One line for logs and status: totals, then only the non-zero drop reasons.
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "ipx: sent {} ({} B), received {} ({} B), frames read {}, dropped {}",
+            self.datagrams_sent,
+            self.bytes_sent,
+            self.datagrams_received,
+            self.bytes_received,
+            self.frames_read,
+            self.dropped_total()
+        );
+        let reasons = [
+            ("short frame", self.dropped_short_frame),
+            ("wrong EtherType", self.dropped_wrong_ethertype),
+            ("truncated header", self.dropped_truncated_header),
+            ("bad length", self.dropped_bad_length),
+            ("other socket", self.dropped_other_socket),
+            ("other network", self.dropped_other_network),
+            ("other node", self.dropped_other_node),
+            ("own", self.dropped_own),
+            ("oversize", self.dropped_oversize),
+            ("empty", self.dropped_empty),
+            ("buffer too small", self.dropped_caller_too_small),
+        ];
+        let nonzero: Vec<String> = reasons
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        if !nonzero.is_empty() {
+            line.push_str(" (");
+            line.push_str(&nonzero.join(", "));
+            line.push(')');
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_counter_and_is_summed() {
+        let mut s = Stats::default();
+        s.count_malformed(&Malformed::ShortFrame { len: 1 });
+        s.count_malformed(&Malformed::WrongEtherType { ethertype: 1 });
+        s.count_malformed(&Malformed::TruncatedHeader { available: 1 });
+        s.count_malformed(&Malformed::BadLength {
+            length: 1,
+            available: 1,
+        });
+        for r in [
+            Rejection::OtherSocket,
+            Rejection::OtherNetwork,
+            Rejection::OtherNode,
+            Rejection::Own,
+            Rejection::Oversize,
+            Rejection::Empty,
+        ] {
+            s.count_rejected(r);
+        }
+        s.dropped_caller_too_small += 1;
+        assert_eq!(s.dropped_total(), 11);
+        assert_eq!(
+            (s.dropped_short_frame, s.dropped_bad_length, s.dropped_empty),
+            (1, 1, 1)
+        );
+        let line = s.summary();
+        assert!(line.contains("dropped 11 (short frame 1,"), "{line}");
+        assert!(line.ends_with("buffer too small 1)"), "{line}");
+        assert!(Stats::default().summary().ends_with("dropped 0"));
+    }
+}
