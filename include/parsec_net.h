@@ -326,7 +326,8 @@ int32_t NET_SetLocalState(const struct NET_ShipState *state);
 
 /**
  * The latest ship state of the player in slot `player_id` (this client's own for its slot).
- * Returns NET_OK, or NET_ERR_INVALID_ARGUMENT for an id with no player.
+ * Returns NET_OK, NET_ERR_INVALID_ARGUMENT for an id with no player, or NET_ERR_NOT_CONNECTED
+ * before connecting.
  *
  * # Safety
  * `out` must be writable.
@@ -445,8 +446,8 @@ int32_t NET_RmEvCustom(uint16_t custom_type, const void *data, size_t len, uint3
 const struct NET_JumpTable *NET_GetJumpTable(void);
 
 /**
- * Initialize the library (idempotent). Selects the UDP backend (opened on first use) and no
- * protocol. Returns NET_OK or an error code.
+ * Initialize the library (idempotent). Selects the UDP backend (opened on first use) and the
+ * peer-to-peer protocol. Returns NET_OK or an error code.
  */
 int32_t NET_Init(void);
 

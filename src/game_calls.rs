@@ -68,7 +68,8 @@ pub unsafe extern "C" fn NET_SetLocalState(state: *const NET_ShipState) -> i32 {
 }
 
 /// The latest ship state of the player in slot `player_id` (this client's own for its slot).
-/// Returns NET_OK, or NET_ERR_INVALID_ARGUMENT for an id with no player.
+/// Returns NET_OK, NET_ERR_INVALID_ARGUMENT for an id with no player, or NET_ERR_NOT_CONNECTED
+/// before connecting.
 ///
 /// # Safety
 /// `out` must be writable.
@@ -315,8 +316,12 @@ pub unsafe extern "C" fn NET_RmEvPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
         let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
         with_subsystem(|sub, now| {
+            // Only a name the others were told becomes the local name.
+            let previous = sub.game().name().to_string();
             sub.set_player_name(name)?;
-            sub.update_name(now).map(|()| 0)
+            sub.update_name(now).map(|()| 0).inspect_err(|_| {
+                let _ = sub.set_player_name(&previous);
+            })
         })
     })
 }

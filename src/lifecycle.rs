@@ -7,8 +7,8 @@ use net_core::protocol::ProtocolKind;
 use crate::ffi_guard::{guard, guard_code, last_error_ptr};
 use crate::{global, jump_table, logging};
 
-/// Initialize the library (idempotent). Selects the UDP backend (opened on first use) and no
-/// protocol. Returns NET_OK or an error code.
+/// Initialize the library (idempotent). Selects the UDP backend (opened on first use) and the
+/// peer-to-peer protocol. Returns NET_OK or an error code.
 #[no_mangle]
 pub extern "C" fn NET_Init() -> i32 {
     guard_code(|| {

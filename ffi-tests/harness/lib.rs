@@ -1,7 +1,8 @@
 //! The harness of the FFI tests: finds the built parsec-net libraries, compiles the C and C++
 //! programs of `ffi-tests/c` and `ffi-tests/cpp` against `include/`, builds the C backends, and
 //! runs programs with a time limit (plainly, under AddressSanitizer, or under valgrind), including
-//! the two-process datagram exchange driven over stdin/stdout.
+//! the two-process datagram exchange driven over stdin/stdout, and the peer-to-peer games of
+//! `c/peer_game.c` (several at once, on loopback or on a private LAN of network namespaces).
 //!
 //! Everything the harness builds goes to `<target>/ffi-tests/<profile>/`. Nothing here hangs: every
 //! process has a deadline and is killed when it passes it.
@@ -10,7 +11,9 @@ pub mod backends;
 pub mod compile;
 pub mod endpoint;
 pub mod exchange;
+pub mod netns;
 pub mod paths;
+pub mod peer;
 pub mod process;
 
 pub use compile::{Build, Lang, Link};

@@ -84,6 +84,9 @@ pub struct GameInterface {
     recorder: Option<DemoRecorder>,
     player: Option<DemoPlayer>,
     playback: PlaybackWorld,
+    /// Whether the game sees the demo's players (from `play` until `stop`, also after the
+    /// demo ended, so the last events can still be looked up).
+    playback_view: bool,
     stats: GameStats,
 }
 
@@ -97,6 +100,7 @@ impl Default for GameInterface {
             recorder: None,
             player: None,
             playback: PlaybackWorld::default(),
+            playback_view: false,
             stats: GameStats::default(),
         }
     }
@@ -241,6 +245,7 @@ impl GameInterface {
             ));
         }
         self.playback = PlaybackWorld::default();
+        self.playback_view = true;
         self.player = Some(player);
         Ok(line)
     }
@@ -257,7 +262,12 @@ impl GameInterface {
                 summary.path.display()
             ));
         }
+        if self.playback_view && self.player.is_none() {
+            self.playback_view = false;
+            return Ok("playback had finished; showing the live game again".to_string());
+        }
         if let Some(player) = self.player.take() {
+            self.playback_view = false;
             return Ok(format!(
                 "stopped playback after {} of {} items",
                 player.items_played(),
@@ -291,6 +301,11 @@ impl GameInterface {
             log::info!("demo playback finished");
         }
         finished
+    }
+
+    /// Whether player lookups show the demo's players (see `playback_view`).
+    pub fn shows_playback(&self) -> bool {
+        self.playback_view
     }
 
     pub fn playback_timeout(&self) -> Option<Instant> {

@@ -14,6 +14,7 @@ pub mod packet_api;
 pub mod protocol;
 pub mod relay;
 pub mod rmev;
+pub mod server;
 pub mod session;
 pub mod sim;
 pub mod subsystem;

@@ -195,6 +195,9 @@ fn all_items() -> Vec<DemoItem> {
         DemoItem::Event(GameEvent::Error {
             text: "e".repeat(MAX_STRING_LEN),
         }),
+        DemoItem::Event(GameEvent::ServerMessage {
+            text: "welcome to the Gamma Quadrant".into(),
+        }),
         DemoItem::Event(GameEvent::Disconnected {
             reason: "left the game".into(),
         }),
@@ -590,8 +593,8 @@ fn semantic_errors_inside_a_valid_crc_are_caught() {
     let good = record(10, 1, &[4]);
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (
-            record(10, 12, &[]),
-            "unknown record kind 12 in record at byte 38",
+            record(10, 13, &[]),
+            "unknown record kind 13 in record at byte 38",
         ),
         (record(10, 0, &[]), "unknown record kind 0"),
         (

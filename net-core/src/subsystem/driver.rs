@@ -430,7 +430,7 @@ impl Subsystem {
 
     /// The name of the player in `slot` (this client's own name for its own slot).
     pub fn player_name(&self, slot: u8) -> Option<PlayerName> {
-        if self.game.is_playing() {
+        if self.game.shows_playback() {
             return self.game.playback_name(slot);
         }
         let session = self.session()?;
@@ -454,7 +454,7 @@ impl Subsystem {
                 format!("no player in slot {slot}"),
             )
         };
-        if self.game.is_playing() {
+        if self.game.shows_playback() {
             return self.game.playback_state(slot).ok_or_else(missing);
         }
         let session = self
@@ -472,7 +472,7 @@ impl Subsystem {
 
     /// The slot of the player that created `object_id`.
     pub fn owner_of(&self, object_id: u32) -> Option<u8> {
-        if self.game.is_playing() {
+        if self.game.shows_playback() {
             return self.game.playback_owner(object_id);
         }
         self.session()?.owner_of(object_id)

@@ -1,0 +1,271 @@
+//! The servers' tiny HTTP endpoint: one GET (or HEAD) per connection for the player list as
+//! HTML (`/`, `/players.html`) or JSON (`/players.json`); anything else is 404.
+//!
+//! Bounded: the request head is at most [`MAX_REQUEST_HEAD`] bytes and must arrive within
+//! [`REQUEST_TIMEOUT`]; the body of a request is never read; the connection is closed after the
+//! response. It serves pages the runtime rendered and never touches the server's state.
+
+use std::io::{self, Read};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+
+use super::outbuf::OutBuffer;
+
+/// Largest request head (request line and headers) accepted.
+pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
+
+/// Time a client has to send its request and read the response.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The rendered documents served.
+#[derive(Clone, Debug, Default)]
+pub struct Pages {
+    pub html: String,
+    pub json: String,
+}
+
+/// The status code and the complete response for a request head (the bytes up to and
+/// including the blank line).
+pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
+    let text = String::from_utf8_lossy(head);
+    let request_line = text.lines().next().unwrap_or("");
+    let mut parts = request_line.split(' ');
+    let (method, target, version) = (parts.next(), parts.next(), parts.next());
+    let (Some(method), Some(target), Some(version), None) = (method, target, version, parts.next())
+    else {
+        return error_response(400, "Bad Request");
+    };
+    if !version.starts_with("HTTP/1.") || !target.starts_with('/') {
+        return error_response(400, "Bad Request");
+    }
+    let head_only = match method {
+        "GET" => false,
+        "HEAD" => true,
+        _ => return error_response(405, "Method Not Allowed"),
+    };
+    let path = target.split(['?', '#']).next().unwrap_or("/");
+    let (content_type, body) = match path {
+        "/" | "/players.html" | "/index.html" => ("text/html; charset=utf-8", &pages.html),
+        "/players.json" => ("application/json", &pages.json),
+        _ => return error_response(404, "Not Found"),
+    };
+    (
+        200,
+        response(200, "OK", content_type, body.as_bytes(), head_only),
+    )
+}
+
+/// A plain-text error response.
+pub fn error_response(code: u16, reason: &str) -> (u16, Vec<u8>) {
+    let body = format!("{code} {reason}\n");
+    (
+        code,
+        response(
+            code,
+            reason,
+            "text/plain; charset=utf-8",
+            body.as_bytes(),
+            false,
+        ),
+    )
+}
+
+fn response(code: u16, reason: &str, content_type: &str, body: &[u8], head_only: bool) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n",
+        body.len()
+    );
+    if code == 405 {
+        out.push_str("Allow: GET, HEAD\r\n");
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    if !head_only {
+        bytes.extend_from_slice(body);
+    }
+    bytes
+}
+
+/// Where the end of the request head is (index just past the blank line), if it has arrived.
+pub fn head_end(buf: &[u8]) -> Option<usize> {
+    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        return Some(i + 4);
+    }
+    buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2)
+}
+
+/// Phases of one HTTP connection.
+#[derive(Debug, PartialEq, Eq)]
+enum Phase {
+    Reading,
+    Writing,
+    /// Response sent and our side shut down: reading until the client closes.
+    Draining,
+    Done,
+}
+
+/// One HTTP connection (the I/O part; the runtime registers it with the poll).
+#[derive(Debug)]
+pub struct HttpConnection {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    head: Vec<u8>,
+    out: OutBuffer,
+    deadline: Instant,
+    phase: Phase,
+    /// The status code sent, once a response is queued.
+    pub status: Option<u16>,
+}
+
+impl HttpConnection {
+    pub fn new(stream: TcpStream, peer: SocketAddr, now: Instant) -> Self {
+        HttpConnection {
+            stream,
+            peer,
+            head: Vec::new(),
+            out: OutBuffer::new(usize::MAX),
+            deadline: now + REQUEST_TIMEOUT,
+            phase: Phase::Reading,
+            status: None,
+        }
+    }
+
+    /// When this connection is given up.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the connection is finished (the runtime drops it).
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Make progress after a poll event or timer; never blocks.
+    pub fn drive(&mut self, now: Instant, pages: &Pages) {
+        if now >= self.deadline {
+            if self.phase == Phase::Reading && !self.head.is_empty() {
+                self.queue(error_response(408, "Request Timeout"));
+                let _ = self.out.write_to(&mut self.stream);
+            }
+            self.phase = Phase::Done;
+            return;
+        }
+        if self.phase == Phase::Reading {
+            self.read_head(pages);
+        }
+        if self.phase == Phase::Writing {
+            match self.out.write_to(&mut self.stream) {
+                Err(_) => self.phase = Phase::Done,
+                Ok(()) if self.out.is_empty() => {
+                    let _ = self.stream.shutdown(std::net::Shutdown::Write);
+                    self.phase = Phase::Draining;
+                }
+                Ok(()) => {}
+            }
+        }
+        if self.phase == Phase::Draining && self.drain_reads() {
+            self.phase = Phase::Done;
+        }
+    }
+
+    fn queue(&mut self, (code, bytes): (u16, Vec<u8>)) {
+        self.status = Some(code);
+        self.out.push(&bytes);
+        self.phase = Phase::Writing;
+    }
+
+    fn read_head(&mut self, pages: &Pages) {
+        let mut buf = [0u8; 2048];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.phase = Phase::Done;
+                    return;
+                }
+                Ok(n) => {
+                    self.head.extend_from_slice(&buf[..n]);
+                    if let Some(end) = head_end(&self.head) {
+                        let response = respond(&self.head[..end], pages);
+                        self.queue(response);
+                        return;
+                    }
+                    if self.head.len() > MAX_REQUEST_HEAD {
+                        self.queue(error_response(431, "Request Header Fields Too Large"));
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.phase = Phase::Done;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Read and discard until the client closes; `true` when it has (or the read failed).
+    fn drain_reads(&mut self) -> bool {
+        let mut buf = [0u8; 2048];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages() -> Pages {
+        Pages {
+            html: "<html>list</html>".into(),
+            json: "{}".into(),
+        }
+    }
+
+    fn status(head: &str) -> (u16, String) {
+        let (code, bytes) = respond(head.as_bytes(), &pages());
+        (code, String::from_utf8(bytes).unwrap())
+    }
+
+    #[test]
+    fn serves_the_lists_and_404_otherwise() {
+        let (code, text) = status("GET /players.html HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(code, 200);
+        assert!(text.ends_with("<html>list</html>"));
+        assert!(text.contains("Content-Length: 17\r\n"));
+        assert_eq!(status("GET / HTTP/1.0\r\n\r\n").0, 200);
+        let (code, text) = status("GET /players.json?x=1 HTTP/1.1\r\n\r\n");
+        assert_eq!(code, 200);
+        assert!(text.contains("application/json"));
+        assert_eq!(status("GET /etc/passwd HTTP/1.1\r\n\r\n").0, 404);
+        assert_eq!(status("GET /../players.html HTTP/1.1\r\n\r\n").0, 404);
+    }
+
+    #[test]
+    fn head_has_no_body_and_other_methods_are_refused() {
+        let (code, text) = status("HEAD / HTTP/1.1\r\n\r\n");
+        assert_eq!(code, 200);
+        assert!(text.ends_with("\r\n\r\n"));
+        assert_eq!(status("POST / HTTP/1.1\r\n\r\n").0, 405);
+        assert_eq!(status("garbage\r\n\r\n").0, 400);
+        assert_eq!(status("GET / FTP/1.0\r\n\r\n").0, 400);
+    }
+
+    #[test]
+    fn finds_the_end_of_the_head() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nA: b\r\n\r\nbody"), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\n\n"), Some(16));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\n"), None);
+    }
+}

@@ -1,0 +1,784 @@
+//! `SlotServerCore`: the TCP side of the slotserver and the gameserver as a sans-IO state
+//! machine. It owns the player slots, the connections' line framing and the protocol replies;
+//! a driver (see `runtime.rs`) feeds it what happens on the sockets and carries out what it asks.
+//!
+//! Calling order, as in quinn-proto:
+//! - inputs: [`accept`](SlotServerCore::accept), [`receive`](SlotServerCore::receive),
+//!   [`closed`](SlotServerCore::closed) for the sockets, [`handle_timeout`](SlotServerCore::handle_timeout)
+//!   when [`poll_timeout`](SlotServerCore::poll_timeout) has come;
+//! - requests: [`remove_slot`](SlotServerCore::remove_slot) (e.g. the gameserver's alive
+//!   counter ran out), [`shutdown`](SlotServerCore::shutdown);
+//! - outputs, drained after every input: [`poll_action`](SlotServerCore::poll_action) (lines to
+//!   send, connections to close, "the list changed") and
+//!   [`poll_roster_change`](SlotServerCore::poll_roster_change) (for a UDP service);
+//! - getters: [`players`](SlotServerCore::players), [`counters`](SlotServerCore::counters).
+//!
+//! It never touches a socket or sleeps; it reads the wall clock once (for "connected since")
+//! unless given one with [`with_wall_clock`](SlotServerCore::with_wall_clock), and stats the
+//! ban file when the ban list has one.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::error::{NetError, NetResult};
+use crate::rmev::MAX_SLOTS;
+
+use super::bans::{BanList, ReloadOutcome};
+use super::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
+use super::text_protocol::{self as text, ClientLine, LineError};
+
+/// The runtime's name for one TCP connection.
+pub type ConnId = u64;
+
+/// Everything the admin configures about the TCP side.
+#[derive(Clone, Debug)]
+pub struct SlotServerConfig {
+    /// Sent in every accepted line (1-31 printable ASCII bytes).
+    pub server_name: String,
+    /// Slots 0..max_players-1 (1-16).
+    pub max_players: u8,
+    /// The four lines sent after every accepted join.
+    pub messages: [String; 4],
+    /// The server's UDP game port told to extended clients (0: none, a slotserver).
+    pub udp_port: u16,
+    /// A joined client that sends nothing for this long is removed (zero: never).
+    pub idle_timeout: Duration,
+    /// A connection must join within this long of connecting, and every line must be finished
+    /// within this long of its first byte (zero: never).
+    pub handshake_timeout: Duration,
+    /// At most this many connections from one IP address at once.
+    pub max_per_address: usize,
+    /// At most this many connections at once.
+    pub max_connections: usize,
+    /// This server run's session token (non-zero), told to extended clients.
+    pub server_token: u32,
+}
+
+impl Default for SlotServerConfig {
+    fn default() -> Self {
+        SlotServerConfig {
+            server_name: "parsec".to_string(),
+            max_players: 16,
+            messages: [
+                "Welcome to this Parsec server.".to_string(),
+                "Be fair and have fun.".to_string(),
+                String::new(),
+                String::new(),
+            ],
+            udp_port: 0,
+            idle_timeout: Duration::ZERO,
+            handshake_timeout: Duration::from_secs(30),
+            max_per_address: 20,
+            max_connections: 256,
+            server_token: random_token(),
+        }
+    }
+}
+
+impl SlotServerConfig {
+    /// Check every field; the message says which one is wrong and why.
+    pub fn validate(&self) -> NetResult<()> {
+        text::validate_name(&self.server_name).map_err(|_| {
+            NetError::invalid(format!(
+                "server name '{}' must be 1-{} printable ASCII characters (and not contain \" os: \")",
+                self.server_name,
+                text::MAX_NAME_LEN
+            ))
+        })?;
+        if self.max_players == 0 || usize::from(self.max_players) > MAX_SLOTS {
+            return Err(NetError::invalid(format!(
+                "max players {} is not 1-{MAX_SLOTS}",
+                self.max_players
+            )));
+        }
+        for (i, message) in self.messages.iter().enumerate() {
+            if message.len() > MAX_LINE_LEN || message.chars().any(char::is_control) {
+                return Err(NetError::invalid(format!(
+                    "message line {} must be at most {MAX_LINE_LEN} bytes without control characters",
+                    i + 1
+                )));
+            }
+        }
+        if self.max_per_address == 0 || self.max_connections == 0 {
+            return Err(NetError::invalid("connection limits must be at least 1"));
+        }
+        if self.server_token == 0 {
+            return Err(NetError::invalid("the server token must not be 0"));
+        }
+        Ok(())
+    }
+}
+
+/// A random non-zero token for one server run.
+pub fn random_token() -> u32 {
+    loop {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let token = hasher.finish() as u32;
+        if token != 0 {
+            return token;
+        }
+    }
+}
+
+/// One joined player.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlayerRecord {
+    pub slot: u8,
+    pub name: String,
+    pub os: String,
+    /// The address of its TCP connection (IPv4-mapped IPv6 shown as IPv4).
+    pub addr: IpAddr,
+    /// Its UDP game port (from the ` port:` extension; 6526 otherwise).
+    pub game_port: u16,
+    /// Its session token (0: it gave none).
+    pub token: u32,
+    /// It joined with the ` token:` extension and gets the extended lines.
+    pub extended: bool,
+    pub conn: ConnId,
+    pub since: SystemTime,
+}
+
+/// What the driver must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerAction {
+    /// Send one line (the driver appends "\n").
+    SendLine { conn: ConnId, line: String },
+    /// Close the connection after sending what is queued for it; read nothing more from it.
+    Close { conn: ConnId, reason: String },
+    /// The player list changed (rewrite the HTML/JSON lists).
+    ListChanged,
+}
+
+/// A change of the player list, for a UDP service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RosterChange {
+    Joined(PlayerRecord),
+    Left { slot: u8, reason: String },
+    Renamed { slot: u8, name: String },
+}
+
+/// Per-connection state.
+#[derive(Debug)]
+struct Connection {
+    ip: IpAddr,
+    lines: LineBuffer,
+    /// Until a join is accepted: when the connection is closed for not joining.
+    join_deadline: Option<Instant>,
+    /// When the first byte of the current unfinished line arrived.
+    line_started: Option<Instant>,
+    last_activity: Instant,
+    slot: Option<u8>,
+}
+
+/// What is counted; see [`SlotServerCore::counters`].
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    connections_accepted: u64,
+    connections_refused: u64,
+    joins: u64,
+    joins_refused_full: u64,
+    joins_refused_name_taken: u64,
+    joins_refused_version: u64,
+    banned_refusals: u64,
+    invalid_requests: u64,
+    overlong_lines: u64,
+    removes: u64,
+    renames: u64,
+    renames_refused: u64,
+    dropped_connections: u64,
+    handshake_timeouts: u64,
+    line_timeouts: u64,
+    idle_timeouts: u64,
+    players_removed_by_server: u64,
+    ban_reloads: u64,
+    ban_reload_failures: u64,
+    kicked_by_ban: u64,
+}
+
+/// The TCP-side state machine (see the module documentation for the calling order).
+#[derive(Debug)]
+pub struct SlotServerCore {
+    config: SlotServerConfig,
+    bans: BanList,
+    slots: Vec<Option<PlayerRecord>>,
+    conns: BTreeMap<ConnId, Connection>,
+    actions: VecDeque<ServerAction>,
+    roster: VecDeque<RosterChange>,
+    counters: Counters,
+    wall_clock: Option<(Instant, SystemTime)>,
+}
+
+impl SlotServerCore {
+    /// A server with no connections. Out-of-range settings are brought into range (call
+    /// [`SlotServerConfig::validate`] first to report them instead).
+    pub fn new(mut config: SlotServerConfig, bans: BanList) -> Self {
+        if let Err(e) = config.validate() {
+            log::warn!("server configuration: {e}; using the nearest valid value");
+        }
+        config.max_players = config.max_players.clamp(1, MAX_SLOTS as u8);
+        config.max_per_address = config.max_per_address.max(1);
+        config.max_connections = config.max_connections.max(1);
+        if config.server_token == 0 {
+            config.server_token = random_token();
+        }
+        if text::validate_name(&config.server_name).is_err() {
+            config.server_name = sanitize(&config.server_name, text::MAX_NAME_LEN);
+            if config.server_name.is_empty() {
+                config.server_name = "parsec".to_string();
+            }
+        }
+        for message in config.messages.iter_mut() {
+            *message = sanitize(message, MAX_LINE_LEN);
+        }
+        let slots = vec![None; usize::from(config.max_players)];
+        SlotServerCore {
+            config,
+            bans,
+            slots,
+            conns: BTreeMap::new(),
+            actions: VecDeque::new(),
+            roster: VecDeque::new(),
+            counters: Counters::default(),
+            wall_clock: None,
+        }
+    }
+
+    /// Use `wall` as the wall-clock time at `instant` (for "connected since"); without this
+    /// the clock is read once, at the first join.
+    pub fn with_wall_clock(mut self, instant: Instant, wall: SystemTime) -> Self {
+        self.wall_clock = Some((instant, wall));
+        self
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &SlotServerConfig {
+        &self.config
+    }
+
+    /// Set the UDP game port told to extended clients (the driver knows it once bound).
+    pub fn set_udp_port(&mut self, port: u16) {
+        self.config.udp_port = port;
+    }
+
+    /// The ban list (to add entries or reload it).
+    pub fn bans_mut(&mut self) -> &mut BanList {
+        &mut self.bans
+    }
+
+    /// The joined players, by slot.
+    pub fn players(&self) -> impl Iterator<Item = &PlayerRecord> {
+        self.slots.iter().flatten()
+    }
+
+    /// How many connections are open (joined or not).
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Everything counted since the start, by name.
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            ("connections_accepted", c.connections_accepted),
+            ("connections_refused", c.connections_refused),
+            ("joins", c.joins),
+            ("joins_refused_full", c.joins_refused_full),
+            ("joins_refused_name_taken", c.joins_refused_name_taken),
+            ("joins_refused_version", c.joins_refused_version),
+            ("banned_refusals", c.banned_refusals),
+            ("invalid_requests", c.invalid_requests),
+            ("overlong_lines", c.overlong_lines),
+            ("removes", c.removes),
+            ("renames", c.renames),
+            ("renames_refused", c.renames_refused),
+            ("dropped_connections", c.dropped_connections),
+            ("handshake_timeouts", c.handshake_timeouts),
+            ("line_timeouts", c.line_timeouts),
+            ("idle_timeouts", c.idle_timeouts),
+            ("players_removed_by_server", c.players_removed_by_server),
+            ("ban_reloads", c.ban_reloads),
+            ("ban_reload_failures", c.ban_reload_failures),
+            ("kicked_by_ban", c.kicked_by_ban),
+        ]
+    }
+
+    /// A new TCP connection. `Err(reason)`: refused by the connection limits; the driver closes
+    /// it without reading. The ban file is checked for changes first.
+    pub fn accept(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) -> Result<(), String> {
+        self.check_bans(now, true);
+        let ip = peer.ip().to_canonical();
+        let refusal = if self.conns.contains_key(&conn) {
+            Some(format!("connection id {conn} is already in use"))
+        } else if self.conns.len() >= self.config.max_connections {
+            Some(format!(
+                "too many connections ({} at most)",
+                self.config.max_connections
+            ))
+        } else if self.conns.values().filter(|c| c.ip == ip).count() >= self.config.max_per_address
+        {
+            Some(format!(
+                "too many connections from {ip} ({} at most)",
+                self.config.max_per_address
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            self.counters.connections_refused += 1;
+            log::info!("refused connection from {peer}: {reason}");
+            return Err(reason);
+        }
+        self.counters.connections_accepted += 1;
+        log::debug!("connection {conn} from {peer}");
+        self.conns.insert(
+            conn,
+            Connection {
+                ip,
+                lines: LineBuffer::new(MAX_LINE_LEN),
+                join_deadline: deadline(now, self.config.handshake_timeout),
+                line_started: None,
+                last_activity: now,
+                slot: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Bytes received on a connection.
+    pub fn receive(&mut self, now: Instant, conn: ConnId, bytes: &[u8]) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.last_activity = now;
+        let framed = c.lines.push(bytes);
+        if !c.lines.has_unfinished_line() {
+            c.line_started = None;
+        } else if !framed.is_empty() || c.line_started.is_none() {
+            c.line_started = Some(now);
+        }
+        for line in framed {
+            if !self.conns.contains_key(&conn) {
+                break; // closed by an earlier line of this read
+            }
+            self.handle_line(now, conn, line);
+        }
+    }
+
+    /// The connection is gone (the peer closed it or it failed): free its slot and tell the
+    /// others. Harmless for a connection the core already closed.
+    pub fn closed(&mut self, now: Instant, conn: ConnId) {
+        let _ = now;
+        if let Some(c) = self.conns.remove(&conn) {
+            if let Some(slot) = c.slot {
+                self.counters.dropped_connections += 1;
+                self.free_slot(slot, "connection closed");
+            }
+            log::debug!("connection {conn} closed");
+        }
+    }
+
+    /// Remove the player in `slot` (e.g. its alive counter ran out on the UDP side): the others
+    /// are told, and its connection is closed.
+    pub fn remove_slot(&mut self, now: Instant, slot: u8, reason: &str) {
+        let _ = now;
+        let Some(conn) = self.player(slot).map(|p| p.conn) else {
+            return;
+        };
+        self.counters.players_removed_by_server += 1;
+        self.close(conn, reason);
+    }
+
+    /// Run the timers: unjoined connections past their deadline, unfinished lines, idle
+    /// players, and the periodic ban file check.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.check_bans(now, false);
+        let handshake = self.config.handshake_timeout;
+        let idle = self.config.idle_timeout;
+        let mut expired = Vec::new();
+        for (&id, c) in &self.conns {
+            if c.join_deadline.is_some_and(|d| d <= now) {
+                expired.push((id, Expiry::Join));
+            } else if c
+                .line_started
+                .and_then(|t| deadline(t, handshake))
+                .is_some_and(|d| d <= now)
+            {
+                expired.push((id, Expiry::Line));
+            } else if c.slot.is_some() && deadline(c.last_activity, idle).is_some_and(|d| d <= now)
+            {
+                expired.push((id, Expiry::Idle));
+            }
+        }
+        for (id, expiry) in expired {
+            let reason = match expiry {
+                Expiry::Join => {
+                    self.counters.handshake_timeouts += 1;
+                    "did not join in time"
+                }
+                Expiry::Line => {
+                    self.counters.line_timeouts += 1;
+                    "line not finished in time"
+                }
+                Expiry::Idle => {
+                    self.counters.idle_timeouts += 1;
+                    "idle timeout"
+                }
+            };
+            self.close(id, reason);
+        }
+    }
+
+    /// The next time [`handle_timeout`](Self::handle_timeout) has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let handshake = self.config.handshake_timeout;
+        let idle = self.config.idle_timeout;
+        let conn_deadlines = self.conns.values().flat_map(|c| {
+            [
+                c.join_deadline,
+                c.line_started.and_then(|t| deadline(t, handshake)),
+                c.slot.and_then(|_| deadline(c.last_activity, idle)),
+            ]
+        });
+        conn_deadlines
+            .chain([self.bans.next_check()])
+            .flatten()
+            .min()
+    }
+
+    /// The next thing for the driver to do.
+    pub fn poll_action(&mut self) -> Option<ServerAction> {
+        self.actions.pop_front()
+    }
+
+    /// The next change of the player list (for a UDP service).
+    pub fn poll_roster_change(&mut self) -> Option<RosterChange> {
+        self.roster.pop_front()
+    }
+
+    /// Graceful stop: every connection is closed after what is queued for it is sent (the
+    /// design has no line for this), and the list is emptied.
+    pub fn shutdown(&mut self, reason: &str) {
+        for slot in 0..self.slots.len() {
+            if let Some(player) = self.slots[slot].take() {
+                self.roster.push_back(RosterChange::Left {
+                    slot: player.slot,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        for id in std::mem::take(&mut self.conns).into_keys() {
+            self.actions.push_back(ServerAction::Close {
+                conn: id,
+                reason: reason.to_string(),
+            });
+        }
+        self.actions.push_back(ServerAction::ListChanged);
+    }
+
+    // ----- lines -----
+
+    fn handle_line(&mut self, now: Instant, conn: ConnId, line: FramedLine) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let (ip, joined) = (c.ip, c.slot.is_some());
+        if !joined && self.bans.is_banned(ip) {
+            self.counters.banned_refusals += 1;
+            log::info!("refused banned address {ip}");
+            self.send(conn, text::BANNED);
+            self.close(conn, "banned");
+            return;
+        }
+        let text = match line {
+            Ok(text) => text,
+            Err(fault) => {
+                self.counters.invalid_requests += 1;
+                log::debug!("connection {conn} from {ip}: {}", fault.describe());
+                self.send(conn, text::INVALID_REQUEST);
+                if fault == LineFault::Overlong {
+                    self.counters.overlong_lines += 1;
+                    self.close(conn, fault.describe());
+                }
+                return;
+            }
+        };
+        match text::parse_client_line(&text) {
+            Ok(ClientLine::Join {
+                name,
+                os,
+                port,
+                token,
+                ..
+            }) => self.join(now, conn, name, os, port, token),
+            Ok(ClientLine::RemoveMe) => self.remove_me(now, conn),
+            Ok(ClientLine::NewName(name)) => self.rename(conn, name),
+            Err(error) => {
+                if matches!(error, LineError::Incompatible { .. }) {
+                    self.counters.joins_refused_version += 1;
+                } else {
+                    self.counters.invalid_requests += 1;
+                }
+                log::debug!("connection {conn} from {ip}: {error}");
+                self.send(conn, error.reply());
+            }
+        }
+    }
+
+    fn join(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        name: String,
+        os: String,
+        port: Option<u16>,
+        token: Option<u32>,
+    ) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        if c.slot.is_some() {
+            self.counters.invalid_requests += 1;
+            self.send(conn, text::INVALID_REQUEST);
+            return;
+        }
+        let ip = c.ip;
+        let Some(slot) = self.slots.iter().position(Option::is_none) else {
+            self.counters.joins_refused_full += 1;
+            log::info!("join of '{name}' from {ip} refused: server full");
+            self.send(conn, text::SERVER_FULL);
+            return;
+        };
+        if self.players().any(|p| p.name == name) {
+            self.counters.joins_refused_name_taken += 1;
+            self.send(conn, text::NAME_TAKEN);
+            return;
+        }
+        let slot = slot as u8;
+        let record = PlayerRecord {
+            slot,
+            name,
+            os,
+            addr: ip,
+            game_port: port.unwrap_or(text::DEFAULT_CLIENT_PORT),
+            token: token.unwrap_or(0),
+            extended: token.is_some(),
+            conn,
+            since: self.wall_time(now),
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.slot = Some(slot);
+            c.join_deadline = None;
+        }
+        self.counters.joins += 1;
+        log::info!(
+            "'{}' joined from {ip} ({}) in slot {slot}",
+            record.name,
+            record.os
+        );
+        let server_ext = record.extended.then_some(text::ServerExtension {
+            udp_port: self.config.udp_port,
+            token: self.config.server_token,
+        });
+        let accepted =
+            text::join_accepted(&record.name, slot, &self.config.server_name, server_ext);
+        self.send(conn, &accepted);
+        for message in self.config.messages.clone() {
+            self.send(conn, &message);
+        }
+        let existing: Vec<String> = self
+            .players()
+            .map(|p| add_line(p, record.extended))
+            .collect();
+        for line in existing {
+            self.send(conn, &line);
+        }
+        self.broadcast_except(slot, |receiver_extended| {
+            add_line(&record, receiver_extended)
+        });
+        self.slots[usize::from(slot)] = Some(record.clone());
+        self.roster.push_back(RosterChange::Joined(record));
+        self.actions.push_back(ServerAction::ListChanged);
+    }
+
+    fn remove_me(&mut self, now: Instant, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let Some(slot) = c.slot.take() else {
+            self.send(conn, text::NOT_JOINED);
+            return;
+        };
+        // Connected but no longer joined: it must join again (or go) in time.
+        c.join_deadline = deadline(now, self.config.handshake_timeout);
+        self.counters.removes += 1;
+        self.send(conn, text::REMOVING_YOU);
+        self.free_slot(slot, "removed itself");
+    }
+
+    fn rename(&mut self, conn: ConnId, name: String) {
+        let Some(slot) = self.conns.get(&conn).and_then(|c| c.slot) else {
+            self.counters.renames_refused += 1;
+            self.send(conn, text::NOT_JOINED);
+            return;
+        };
+        if self.players().any(|p| p.name == name && p.slot != slot) {
+            self.counters.renames_refused += 1;
+            self.send(conn, text::NAME_TAKEN);
+            return;
+        }
+        let Some(player) = self.slots[usize::from(slot)].as_mut() else {
+            return;
+        };
+        if player.name == name {
+            self.send(conn, text::NEW_NAME_ACCEPTED);
+            return;
+        }
+        log::info!("'{}' in slot {slot} is now '{name}'", player.name);
+        player.name = name.clone();
+        let (ip, port) = (player.addr, player.game_port);
+        self.counters.renames += 1;
+        self.send(conn, text::NEW_NAME_ACCEPTED);
+        self.broadcast_except(slot, |ext| {
+            text::rename_player(ip, &name, ext.then_some(port))
+        });
+        self.roster.push_back(RosterChange::Renamed { slot, name });
+        self.actions.push_back(ServerAction::ListChanged);
+    }
+
+    // ----- helpers -----
+
+    fn player(&self, slot: u8) -> Option<&PlayerRecord> {
+        self.slots.get(usize::from(slot)).and_then(Option::as_ref)
+    }
+
+    fn send(&mut self, conn: ConnId, line: &str) {
+        self.actions.push_back(ServerAction::SendLine {
+            conn,
+            line: line.to_string(),
+        });
+    }
+
+    /// Send a line (formatted per receiver: `true` = extended) to every joined player but `slot`.
+    fn broadcast_except(&mut self, slot: u8, line_for: impl Fn(bool) -> String) {
+        let receivers: Vec<(ConnId, bool)> = self
+            .players()
+            .filter(|p| p.slot != slot)
+            .map(|p| (p.conn, p.extended))
+            .collect();
+        for (conn, extended) in receivers {
+            let line = line_for(extended);
+            self.send(conn, &line);
+        }
+    }
+
+    /// Empty a slot and tell the others (the connection itself is not touched).
+    fn free_slot(&mut self, slot: u8, reason: &str) {
+        let Some(player) = self.slots.get_mut(usize::from(slot)).and_then(Option::take) else {
+            return;
+        };
+        log::info!(
+            "'{}' left slot {slot} ({}): {reason}",
+            player.name,
+            player.addr
+        );
+        let (ip, port) = (player.addr, player.game_port);
+        self.broadcast_except(slot, |ext| text::remove_player(ip, ext.then_some(port)));
+        self.roster.push_back(RosterChange::Left {
+            slot,
+            reason: reason.to_string(),
+        });
+        self.actions.push_back(ServerAction::ListChanged);
+    }
+
+    /// Forget a connection (freeing its slot) and ask the driver to close it.
+    fn close(&mut self, conn: ConnId, reason: &str) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        log::debug!("closing connection {conn} from {}: {reason}", c.ip);
+        if let Some(slot) = c.slot {
+            self.free_slot(slot, reason);
+        }
+        self.actions.push_back(ServerAction::Close {
+            conn,
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Reload the ban file if it changed; then close every connection from a newly banned
+    /// address with the banned reply.
+    fn check_bans(&mut self, now: Instant, force: bool) {
+        match self.bans.reload_if_changed(now, force) {
+            ReloadOutcome::Reloaded { .. } => self.counters.ban_reloads += 1,
+            ReloadOutcome::Failed(_) => {
+                self.counters.ban_reload_failures += 1;
+                return;
+            }
+            ReloadOutcome::NotDue | ReloadOutcome::Unchanged => return,
+        }
+        let banned: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| self.bans.is_banned(c.ip))
+            .map(|(&id, _)| id)
+            .collect();
+        for conn in banned {
+            self.counters.kicked_by_ban += 1;
+            self.send(conn, text::BANNED);
+            self.close(conn, "banned");
+        }
+    }
+
+    fn wall_time(&mut self, now: Instant) -> SystemTime {
+        let (base_instant, base_wall) = *self
+            .wall_clock
+            .get_or_insert_with(|| (now, SystemTime::now()));
+        match now.checked_duration_since(base_instant) {
+            Some(d) => base_wall + d,
+            None => base_wall
+                .checked_sub(base_instant.duration_since(now))
+                .unwrap_or(base_wall),
+        }
+    }
+}
+
+enum Expiry {
+    Join,
+    Line,
+    Idle,
+}
+
+/// `start + timeout`, or `None` when the timeout is zero (disabled).
+fn deadline(start: Instant, timeout: Duration) -> Option<Instant> {
+    (!timeout.is_zero()).then(|| start + timeout)
+}
+
+/// The `add` line about `player` for a receiver.
+fn add_line(player: &PlayerRecord, receiver_extended: bool) -> String {
+    let ext = receiver_extended.then_some(text::PlayerExtension {
+        port: player.game_port,
+        token: player.token,
+    });
+    text::add_player(player.addr, &player.name, player.slot, ext)
+}
+
+/// Replace control characters by spaces and cut to `max` bytes (on a character boundary).
+fn sanitize(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .map(|ch| if ch.is_control() { ' ' } else { ch })
+        .collect();
+    let mut cut = out.len().min(max);
+    while !out.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.truncate(cut);
+    out
+}

@@ -1,0 +1,109 @@
+//! The published player list: the HTML file (escaped, replaced atomically, no temporary files
+//! left), the JSON file, and the same lists over the server's HTTP endpoint.
+
+#[path = "server_support.rs"]
+mod support;
+
+use net_core::server::RuntimeConfig;
+use support::*;
+
+#[test]
+fn html_and_json_lists_follow_joins_and_are_served_over_http() {
+    let dir = temp_dir("html-list");
+    let html = dir.join("players.html");
+    let json = dir.join("players.json");
+    let runtime = RuntimeConfig {
+        http: Some(loopback()),
+        html_file: Some(html.clone()),
+        json_file: Some(json.clone()),
+        ..RuntimeConfig::new("slotserver", loopback())
+    };
+    let server = TestServer::start_with(test_config(), runtime);
+    wait_for("the empty list", || read_text(&html).contains("No players"));
+
+    let mut bold = server.joined("<b>bold</b>", 0);
+    let _plain = server.joined("plain & simple", 1);
+    bold.expect("add ip: 127.0.0.1 name: plain & simple in 1");
+    wait_for("both players in the HTML file", || {
+        let page = read_text(&html);
+        page.contains("&lt;b&gt;bold&lt;/b&gt;")
+            && page.contains("plain &amp; simple")
+            && read_text(&json).contains("simple")
+    });
+    let page = read_text(&html);
+    assert!(!page.contains("<b>bold"), "a name must never become markup");
+    assert!(page.contains("<td>0</td>") && page.contains("<td>1</td>"));
+    assert!(page.contains("127.0.0.1"));
+    assert!(page.contains("TestServer"));
+    let http = server.addrs.http.expect("HTTP bound");
+    let (code, body) = http_get(http, "/players.html");
+    assert_eq!(code, 200);
+    assert!(body.contains("&lt;b&gt;bold&lt;/b&gt;"));
+    assert_eq!(http_get(http, "/").0, 200);
+    assert_eq!(http_get(http, "/secret").0, 404);
+
+    let (code, body) = http_get(http, "/players.json");
+    assert_eq!(code, 200);
+    for doc in [body, read_text(&json)] {
+        let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");
+        assert_eq!(value["server"]["name"], "TestServer");
+        assert_eq!(value["server"]["max_players"], 16);
+        let players = value["players"].as_array().expect("players array");
+        assert_eq!(players.len(), 2);
+        assert_eq!(players[0]["name"], "<b>bold</b>");
+        assert_eq!(players[0]["slot"], 0);
+        assert_eq!(players[1]["name"], "plain & simple");
+        assert_eq!(players[1]["address"], "127.0.0.1");
+        assert!(players[1]["connected_since"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'));
+    }
+
+    // After a player leaves the file follows; after the server stops the list is empty.
+    bold.send("remove me");
+    bold.expect("removing you");
+    wait_for("the removal in the HTML file", || {
+        !read_text(&html).contains("bold")
+    });
+    let summary = server.stop();
+    assert!(read_text(&html).contains("No players"));
+    assert!(summary.counter("http_requests") >= 3);
+    assert_eq!(summary.counter("file_write_errors"), 0);
+    // Every write was renamed into place (checked once no write can be in progress).
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "players.html" && n != "players.json")
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn http_endpoint_refuses_oversized_and_unknown_requests() {
+    use std::io::{Read, Write};
+    let runtime = RuntimeConfig {
+        http: Some(loopback()),
+        ..RuntimeConfig::new("slotserver", loopback())
+    };
+    let server = TestServer::start_with(test_config(), runtime);
+    let http = server.addrs.http.unwrap();
+    let mut stream = std::net::TcpStream::connect(http).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let huge = format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n", "p".repeat(20_000));
+    let _ = stream.write_all(huge.as_bytes());
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 431"), "{response:.80}");
+    let mut post = std::net::TcpStream::connect(http).unwrap();
+    post.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    post.write_all(b"POST /players.json HTTP/1.1\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    post.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 405"), "{response:.80}");
+    // The text protocol is unaffected.
+    let _c = server.joined("fine", 0);
+}

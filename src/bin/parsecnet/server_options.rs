@@ -1,0 +1,342 @@
+//! Command-line options shared by the server subcommands (`slotserver`, and later `gameserver`
+//! and `masterserver`): parsing by hand with clear errors, the per-server defaults, reading the
+//! messages file, and the timestamped log output every server prints.
+//!
+//! It only turns text into settings; it never opens a socket or starts a server.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use net_core::server::text_protocol::validate_name;
+use net_core::server::utc;
+
+/// What differs between the servers' command lines.
+pub struct ServerDefaults {
+    /// The subcommand ("slotserver").
+    pub kind: &'static str,
+    /// The text protocol's TCP port.
+    pub port: u16,
+    /// The HTTP list port.
+    pub http_port: u16,
+}
+
+/// The default masterserver port (design section 3.1).
+pub const MASTER_PORT: u16 = 6502;
+
+/// The options every server takes.
+#[derive(Clone, Debug)]
+pub struct CommonOptions {
+    pub bind: IpAddr,
+    pub port: u16,
+    /// `None`: no HTTP endpoint (`--no-http`).
+    pub http_port: Option<u16>,
+    pub name: String,
+    pub max_players: u8,
+    pub messages_file: Option<PathBuf>,
+    pub ban_file: Option<PathBuf>,
+    pub html_file: Option<PathBuf>,
+    pub json_file: Option<PathBuf>,
+    /// Masterservers to register with, as `HOST:PORT`.
+    pub masters: Vec<String>,
+    pub idle_timeout: Duration,
+    pub handshake_timeout: Duration,
+    pub max_per_address: usize,
+    pub max_connections: usize,
+}
+
+impl CommonOptions {
+    fn defaults(d: &ServerDefaults) -> Self {
+        CommonOptions {
+            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port: d.port,
+            http_port: Some(d.http_port),
+            name: "parsec".to_string(),
+            max_players: 16,
+            messages_file: None,
+            ban_file: None,
+            html_file: None,
+            json_file: None,
+            masters: Vec::new(),
+            idle_timeout: Duration::ZERO,
+            handshake_timeout: Duration::from_secs(30),
+            max_per_address: 20,
+            max_connections: 256,
+        }
+    }
+}
+
+/// The usage text of the common options (a server appends its own).
+pub fn common_usage(d: &ServerDefaults) -> String {
+    format!(
+        "usage: parsecnet {kind} [options]
+
+options:
+  --port N                 TCP port of the text protocol (default {port}; 0: any free port)
+  --http-port N            HTTP port of the player list (default {http}; 0: any free port)
+  --no-http                no HTTP endpoint
+  --bind ADDR              address to listen on (default 0.0.0.0; :: for IPv6)
+  --name NAME              server name sent to clients (1-31 printable ASCII; default parsec)
+  --max-players N          player slots, 1-16 (default 16)
+  --messages FILE          the four lines sent after each join (one per line, up to 4)
+  --ban-file FILE          banned addresses and networks (re-read when it changes)
+  --html FILE              write the player list as HTML to FILE (replaced atomically)
+  --json FILE              write the player list as JSON to FILE (replaced atomically)
+  --master HOST[:PORT]     masterserver to register with (repeatable; default port {master})
+  --idle-timeout S         remove a joined player silent for S seconds (default 0: never)
+  --handshake-timeout S    close a connection not joined, or a line not finished, within S
+                           seconds (default 30; 0: never)
+  --max-per-address N      connections from one IP address at most (default 20)
+  --max-connections N      connections at most (default 256)
+  --help                   this text",
+        kind = d.kind,
+        port = d.port,
+        http = d.http_port,
+        master = MASTER_PORT,
+    )
+}
+
+/// Walks the arguments; gives an option's value or says it is missing.
+pub struct ArgCursor<'a> {
+    args: std::slice::Iter<'a, String>,
+}
+
+impl<'a> ArgCursor<'a> {
+    pub fn value(&mut self, flag: &str) -> Result<&'a str, String> {
+        self.args
+            .next()
+            .map(String::as_str)
+            .ok_or_else(|| format!("{flag} needs a value"))
+    }
+
+    pub fn number<T: std::str::FromStr>(&mut self, flag: &str, what: &str) -> Result<T, String> {
+        let text = self.value(flag)?;
+        text.parse()
+            .map_err(|_| format!("{flag}: '{text}' is not {what}"))
+    }
+}
+
+/// What the command line asks for.
+pub enum Parsed<T> {
+    Run(T),
+    Help,
+}
+
+/// Parse the common options; `extra` is offered every option it does not know first and
+/// returns `Ok(true)` if it took it (a server's own options).
+pub fn parse_common(
+    args: &[String],
+    defaults: &ServerDefaults,
+    mut extra: impl FnMut(&str, &mut ArgCursor) -> Result<bool, String>,
+) -> Result<Parsed<CommonOptions>, String> {
+    let mut o = CommonOptions::defaults(defaults);
+    let mut cursor = ArgCursor { args: args.iter() };
+    while let Some(arg) = cursor.args.next() {
+        let flag = arg.as_str();
+        match flag {
+            "--help" | "-h" => return Ok(Parsed::Help),
+            "--port" => o.port = cursor.number(flag, "a port number 0-65535")?,
+            "--http-port" => o.http_port = Some(cursor.number(flag, "a port number 0-65535")?),
+            "--no-http" => o.http_port = None,
+            "--bind" => o.bind = cursor.number(flag, "an IPv4 or IPv6 address")?,
+            "--name" => {
+                let name = cursor.value(flag)?;
+                o.name = validate_name(name).map_err(|_| {
+                    format!("--name: '{name}' must be 1-31 printable ASCII characters")
+                })?;
+            }
+            "--max-players" => {
+                o.max_players = cursor.number(flag, "a number 1-16")?;
+                if !(1..=16).contains(&o.max_players) {
+                    return Err(format!("--max-players: {} is not 1-16", o.max_players));
+                }
+            }
+            "--messages" => o.messages_file = Some(PathBuf::from(cursor.value(flag)?)),
+            "--ban-file" => o.ban_file = Some(PathBuf::from(cursor.value(flag)?)),
+            "--html" => o.html_file = Some(PathBuf::from(cursor.value(flag)?)),
+            "--json" => o.json_file = Some(PathBuf::from(cursor.value(flag)?)),
+            "--master" => o.masters.push(parse_master(cursor.value(flag)?)?),
+            "--idle-timeout" => o.idle_timeout = seconds(flag, cursor.value(flag)?)?,
+            "--handshake-timeout" => o.handshake_timeout = seconds(flag, cursor.value(flag)?)?,
+            "--max-per-address" => o.max_per_address = positive(flag, cursor.value(flag)?)?,
+            "--max-connections" => o.max_connections = positive(flag, cursor.value(flag)?)?,
+            other => {
+                if !extra(other, &mut cursor)? {
+                    return Err(format!("unknown option '{other}'"));
+                }
+            }
+        }
+    }
+    Ok(Parsed::Run(o))
+}
+
+/// `HOST[:PORT]` (IPv6 as `[ADDR]:PORT`), normalized to `HOST:PORT`.
+fn parse_master(text: &str) -> Result<String, String> {
+    let bad = || format!("--master: '{text}' is not HOST[:PORT]");
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(bad)?;
+        match after.strip_prefix(':') {
+            Some(p) => (format!("[{host}]"), p.parse::<u16>().map_err(|_| bad())?),
+            None if after.is_empty() => (format!("[{host}]"), MASTER_PORT),
+            None => return Err(bad()),
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => {
+                (h.to_string(), p.parse::<u16>().map_err(|_| bad())?)
+            }
+            Some(_) => return Err(bad()),
+            None => (text.to_string(), MASTER_PORT),
+        }
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) || port == 0 {
+        return Err(bad());
+    }
+    Ok(format!("{host}:{port}"))
+}
+
+/// Seconds (fractions allowed), 0 to one day.
+fn seconds(flag: &str, text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{flag}: '{text}' is not a number of seconds 0-86400"
+        )),
+    }
+}
+
+fn positive(flag: &str, text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!("{flag}: '{text}' is not a number 1-1000000")),
+    }
+}
+
+/// The four message lines from a file: up to 4 lines (missing ones are empty), each at most
+/// 255 bytes of text without control characters.
+pub fn read_messages(path: &std::path::Path) -> Result<[String; 4], String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("messages file {}: {e}", path.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() > 4 {
+        return Err(format!(
+            "messages file {}: {} lines; at most 4 are sent",
+            path.display(),
+            lines.len()
+        ));
+    }
+    let mut messages: [String; 4] = Default::default();
+    for (i, line) in lines.iter().enumerate() {
+        if line.len() > 255 || line.chars().any(char::is_control) {
+            return Err(format!(
+                "messages file {} line {}: at most 255 bytes without control characters",
+                path.display(),
+                i + 1
+            ));
+        }
+        messages[i] = line.to_string();
+    }
+    Ok(messages)
+}
+
+/// Send the library's log lines to stderr with an RFC 3339 UTC time stamp. `PARSEC_NET_LOG`
+/// (off, error, warn, info, debug, trace) sets the level; a server defaults to info.
+pub fn install_server_logger() {
+    let level = match std::env::var("PARSEC_NET_LOG").ok().as_deref() {
+        Some("off") => 0,
+        Some("error") => parsec_net::logging::NET_LOG_ERROR,
+        Some("warn") => parsec_net::logging::NET_LOG_WARN,
+        Some("debug") => parsec_net::logging::NET_LOG_DEBUG,
+        Some("trace") => parsec_net::logging::NET_LOG_TRACE,
+        _ => parsec_net::logging::NET_LOG_INFO,
+    };
+    parsec_net::logging::NET_SetLogCallback(Some(log_line), std::ptr::null_mut(), level);
+}
+
+extern "C" fn log_line(level: i32, message: *const c_char, _user: *mut c_void) {
+    if message.is_null() {
+        return;
+    }
+    // SAFETY: the library passes a NUL-terminated line that lives for the call.
+    let text = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    let level = match level {
+        parsec_net::logging::NET_LOG_ERROR => "ERROR",
+        parsec_net::logging::NET_LOG_WARN => "WARN ",
+        parsec_net::logging::NET_LOG_INFO => "INFO ",
+        parsec_net::logging::NET_LOG_DEBUG => "DEBUG",
+        _ => "TRACE",
+    };
+    eprintln!("{} {level} {text}", utc::rfc3339_millis(SystemTime::now()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const D: ServerDefaults = ServerDefaults {
+        kind: "slotserver",
+        port: 6582,
+        http_port: 8582,
+    };
+
+    fn parse(args: &[&str]) -> Result<CommonOptions, String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse_common(&args, &D, |_, _| Ok(false))? {
+            Parsed::Run(o) => Ok(o),
+            Parsed::Help => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let o = parse(&[]).unwrap();
+        assert_eq!((o.port, o.http_port, o.max_players), (6582, Some(8582), 16));
+        let o = parse(&[
+            "--port",
+            "0",
+            "--name",
+            "My Server",
+            "--max-players",
+            "8",
+            "--bind",
+            "::1",
+            "--master",
+            "master.example",
+            "--master",
+            "[::1]:7000",
+            "--idle-timeout",
+            "1.5",
+            "--no-http",
+        ])
+        .unwrap();
+        assert_eq!(o.port, 0);
+        assert_eq!(o.name, "My Server");
+        assert_eq!(o.max_players, 8);
+        assert_eq!(o.bind.to_string(), "::1");
+        assert_eq!(o.masters, vec!["master.example:6502", "[::1]:7000"]);
+        assert_eq!(o.idle_timeout, Duration::from_millis(1500));
+        assert_eq!(o.http_port, None);
+    }
+
+    #[test]
+    fn errors_name_the_option() {
+        for (args, needle) in [
+            (&["--port"][..], "--port needs a value"),
+            (&["--port", "70000"][..], "--port: '70000'"),
+            (&["--max-players", "17"][..], "--max-players"),
+            (
+                &["--name", "a name that is far too long for parsec"][..],
+                "--name",
+            ),
+            (&["--bind", "nowhere"][..], "--bind"),
+            (&["--master", "host:port"][..], "--master"),
+            (&["--idle-timeout", "-1"][..], "--idle-timeout"),
+            (&["--frobnicate"][..], "unknown option '--frobnicate'"),
+        ] {
+            let err = parse(args).err().unwrap();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+        assert_eq!(parse(&["--help"]).err().unwrap(), "help");
+    }
+}
