@@ -4,8 +4,8 @@
 //! - One reliable link per client; reliable events stay reliable end to end (acknowledged by
 //!   the server, then queued reliably towards each other client).
 //! - A client's ship state goes to another only if they are within `distance` of each other
-//!   (looked up in a spatial grid, not over all pairs); a client without a known position (not
-//!   joined yet) receives every state.
+//!   (looked up in a spatial grid, not over all pairs); a spectator (connected, not joined)
+//!   receives every state.
 //! - NODE_ALIVE packets are consumed here: the server keeps each client's alive time and reports
 //!   a client silent for `alive_timeout` (`poll_silent`); nothing is forwarded for them.
 //! - Bursts: what arrives is buffered in each destination's `Outbox` and forwarded by the next
@@ -20,6 +20,7 @@
 
 pub mod grid;
 pub mod outbox;
+pub mod service;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -276,8 +277,8 @@ impl RelayCore {
         self.pending_since.get_or_insert(now);
     }
 
-    /// Buffer `origin`'s newest state for every client within the distance (or without a
-    /// position of its own).
+    /// Buffer `origin`'s newest state for every client within the distance, and for every
+    /// spectator (a client that has not joined).
     fn buffer_state(&mut self, origin: u8, state: crate::rmev::ShipState) {
         let id = u16::from(origin);
         self.grid.update(id, state.pos);
@@ -293,7 +294,9 @@ impl RelayCore {
             .filter(|c| c.slot != origin)
         {
             let dest = u16::from(client.slot);
-            let in_range = !limited || !self.grid.contains(dest) || self.near.contains(&dest);
+            // Spectators (not joined) watch everything; a joined ship gets the states around it
+            // once the server knows where it is.
+            let in_range = !limited || !client.joined || self.near.contains(&dest);
             if in_range {
                 client.outbox.push_state(origin, state);
             } else {

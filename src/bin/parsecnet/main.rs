@@ -5,6 +5,7 @@
 
 mod console_cli;
 mod event_text;
+mod gameserver_cli;
 mod server_options;
 mod slotserver_cli;
 
@@ -15,6 +16,7 @@ const USAGE: &str = "usage: parsecnet <command> [options]
 commands:
   console [--exec \"CMD; CMD\"]   run console commands (interactive without --exec)
   slotserver [options]          run a slotserver (slotserver --help: its options)
+  gameserver [options]          run a gameserver (gameserver --help: its options)
   help                           this text";
 
 fn main() -> ExitCode {
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     match command.as_str() {
         "console" => console_cli::run(rest),
         "slotserver" => slotserver_cli::run(rest),
+        "gameserver" => gameserver_cli::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

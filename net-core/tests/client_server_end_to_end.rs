@@ -1,0 +1,312 @@
+//! The slotserver and gameserver protocols end to end: real servers (the runtime in a thread, on
+//! loopback) and real clients (subsystems over the UDP backend, driven through the console as a
+//! game would). Through a gameserver, clients see each other join, exchange state and text, a far
+//! client does not receive another's state, and a client that vanishes is removed. Through a
+//! slotserver, game packets go peer to peer and the server never sees one.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use net_core::relay::service::RelayService;
+use net_core::relay::{RelayConfig, RelayCore};
+use net_core::rmev::RemoteEvent;
+use net_core::rmev::ShipState;
+use net_core::server::runtime::{run, BoundAddrs, RunSummary, UdpService};
+use net_core::server::{BanList, RuntimeConfig, SlotServerConfig, SlotServerCore};
+use net_core::session::GameEvent;
+use net_core::Subsystem;
+
+/// A server running in a thread; stopped on drop.
+struct Server {
+    addrs: BoundAddrs,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<net_core::NetResult<RunSummary>>>,
+}
+
+impl Server {
+    fn start(kind: &'static str, relay: Option<RelayConfig>) -> Server {
+        let config = SlotServerConfig {
+            server_name: "TestServer".into(),
+            ..SlotServerConfig::default()
+        };
+        let udp: Option<Box<dyn UdpService>> = relay.map(|r| {
+            Box::new(RelayService::new(RelayCore::new(RelayConfig {
+                server_token: config.server_token,
+                ..r
+            }))) as Box<dyn UdpService>
+        });
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let runtime = RuntimeConfig {
+            udp: udp.is_some().then_some(loopback),
+            ..RuntimeConfig::new(kind, loopback)
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let core = SlotServerCore::new(config, BanList::empty());
+        let thread_stop = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            run(runtime, core, udp, thread_stop, move |addrs| {
+                let _ = tx.send(addrs);
+            })
+        });
+        let addrs = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("server starts");
+        Server {
+            addrs,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> RunSummary {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.take().unwrap().join().unwrap().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn console(sub: &mut Subsystem, line: &str) -> String {
+    let reply = sub.console_exec(line, Instant::now());
+    assert!(reply.result.is_ok(), "{line}: {}", reply.output);
+    reply.output
+}
+
+/// A client on loopback connected to `server` with `protocol`.
+fn client(name: &str, protocol: &str, server: SocketAddr) -> Subsystem {
+    let mut sub = Subsystem::new();
+    for line in [
+        "net.udp.bind 127.0.0.1".to_string(),
+        "net.udp.ipv6 0".to_string(),
+        "net.port 0".to_string(),
+        "net.api udp".to_string(),
+        format!("net.subsys {protocol}"),
+        format!("name {name}"),
+        format!("connect {server}"),
+    ] {
+        console(&mut sub, &line);
+    }
+    sub
+}
+
+struct Player {
+    sub: Subsystem,
+    events: Vec<GameEvent>,
+}
+
+impl Player {
+    fn slot(&self) -> Option<u8> {
+        self.events.iter().find_map(|e| match e {
+            GameEvent::Connected { slot } => Some(*slot),
+            _ => None,
+        })
+    }
+
+    fn heard(&self, text: &str) -> bool {
+        self.events.iter().any(|e| matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. } if t.to_string() == text))
+    }
+}
+
+fn run_frames(
+    players: &mut [Player],
+    limit: Duration,
+    mut done: impl FnMut(&[Player]) -> bool,
+) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        for p in players.iter_mut() {
+            p.sub.maintain(Instant::now());
+            while let Some(e) = p.sub.poll_event() {
+                p.events.push(e);
+            }
+        }
+        if done(players) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    false
+}
+
+fn ship_at(x: f32, marker: u8) -> ShipState {
+    let mut game = [0u8; 32];
+    game[0] = marker;
+    ShipState {
+        pos: [x, 0.0, 0.0],
+        game,
+        ..ShipState::default()
+    }
+}
+
+#[test]
+fn three_clients_play_through_a_gameserver() {
+    let server = Server::start(
+        "gameserver",
+        Some(RelayConfig {
+            distance: 1000.0,
+            alive_timeout: Duration::from_secs(2),
+            ..RelayConfig::default()
+        }),
+    );
+    let mut players: Vec<Player> = ["ann", "ben", "cid"]
+        .iter()
+        .map(|n| Player {
+            sub: client(n, "gameserver", server.addrs.tcp),
+            events: Vec::new(),
+        })
+        .collect();
+    assert!(
+        run_frames(&mut players, Duration::from_secs(10), |ps| ps
+            .iter()
+            .all(|p| p.slot().is_some())
+            && ps.iter().all(|p| p
+                .events
+                .iter()
+                .filter(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+                .count()
+                == 2)),
+        "all three joined the server and see each other: {:?}",
+        players.iter().map(|p| &p.events).collect::<Vec<_>>()
+    );
+    // The admin's message lines arrive as server messages.
+    assert!(players[0]
+        .events
+        .iter()
+        .any(|e| matches!(e, GameEvent::ServerMessage { .. })));
+    let slots: Vec<u8> = players.iter().map(|p| p.slot().unwrap()).collect();
+    for p in players.iter_mut() {
+        console(&mut p.sub, "join");
+    }
+    // ann and ben fly close together; cid is far away.
+    players[0].sub.set_local_state(ship_at(0.0, 1)).unwrap();
+    players[1].sub.set_local_state(ship_at(100.0, 2)).unwrap();
+    players[2]
+        .sub
+        .set_local_state(ship_at(50_000.0, 3))
+        .unwrap();
+    console(&mut players[0].sub, "say hello everyone");
+    let ok = run_frames(&mut players, Duration::from_secs(10), |ps| {
+        ps[1].heard("hello everyone")
+            && ps[2].heard("hello everyone")
+            && ps[1]
+                .sub
+                .player_state(slots[0])
+                .is_ok_and(|s| s.game[0] == 1)
+            && ps[0]
+                .sub
+                .player_state(slots[1])
+                .is_ok_and(|s| s.game[0] == 2)
+    });
+    assert!(
+        ok,
+        "text reached everyone and the near ships see each other"
+    );
+    // Once the server knows where everyone is, ann's new state reaches ben (near) but not cid
+    // (far). (Before it knew, cid watched like a spectator.)
+    run_frames(&mut players, Duration::from_millis(300), |_| false);
+    players[0].sub.set_local_state(ship_at(10.0, 11)).unwrap();
+    players[2]
+        .sub
+        .set_local_state(ship_at(50_010.0, 13))
+        .unwrap();
+    assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+        .sub
+        .player_state(slots[0])
+        .is_ok_and(|s| s.game[0] == 11)));
+    run_frames(&mut players, Duration::from_millis(500), |_| false);
+    assert_ne!(
+        players[2].sub.player_state(slots[0]).unwrap().game[0],
+        11,
+        "the far client got no new state of ann"
+    );
+    assert_ne!(
+        players[0].sub.player_state(slots[2]).unwrap().game[0],
+        13,
+        "nor ann the far one's"
+    );
+
+    // ben vanishes without a word: the server frees his slot and the others are told.
+    let ben = players.remove(1);
+    drop(ben);
+    let gone = run_frames(&mut players, Duration::from_secs(10), |ps| {
+        ps.iter().all(|p| {
+            p.events.iter().any(
+                |e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == slots[1]),
+            )
+        })
+    });
+    assert!(gone, "ben's slot was freed and announced");
+    let summary = server.finish();
+    assert!(
+        summary
+            .status
+            .iter()
+            .any(|l| l.contains("node-alive consumed")),
+        "{:?}",
+        summary.status
+    );
+}
+
+#[test]
+fn two_clients_play_peer_to_peer_through_a_slotserver() {
+    let server = Server::start("slotserver", None);
+    assert!(
+        server.addrs.udp.is_none(),
+        "a slotserver has no game socket at all"
+    );
+    let mut players: Vec<Player> = ["dee", "eve"]
+        .iter()
+        .map(|n| Player {
+            sub: client(n, "slotserver", server.addrs.tcp),
+            events: Vec::new(),
+        })
+        .collect();
+    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
+        .iter()
+        .all(|p| p.slot().is_some())
+        && ps.iter().all(|p| p
+            .events
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerConnected { .. })))));
+    let slots: Vec<u8> = players.iter().map(|p| p.slot().unwrap()).collect();
+    console(&mut players[0].sub, "join");
+    players[0].sub.set_local_state(ship_at(7.0, 9)).unwrap();
+    console(&mut players[0].sub, "say over the wire");
+    assert!(
+        run_frames(&mut players, Duration::from_secs(10), |ps| ps[1]
+            .heard("over the wire")
+            && ps[1]
+                .sub
+                .player_state(slots[0])
+                .is_ok_and(|s| s.game[0] == 9)),
+        "{:?}",
+        players[1].events
+    );
+    // The packets went peer to peer: the second client counts game packets from the first.
+    assert!(players[1].sub.packets().stats().datagrams_received > 0);
+    // A rename reaches the other through the server's name line too.
+    console(&mut players[0].sub, "name dora");
+    assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+        .sub
+        .player_name(slots[0])
+        .is_some_and(|n| n.to_string() == "dora")));
+    console(&mut players[1].sub, "disconnect");
+    assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[0]
+        .events
+        .iter()
+        .any(
+            |e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == slots[1])
+        )));
+    drop(server);
+}

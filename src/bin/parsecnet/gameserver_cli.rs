@@ -1,0 +1,175 @@
+//! `parsecnet gameserver`: runs the gameserver (design section 2.3.3) until SIGINT or SIGTERM:
+//! the slotserver's text protocol on TCP 6581, game packets on UDP 6522 relayed between the
+//! clients (distance filter, burst handling, alive counters), the player list over HTTP on 8581
+//! and in files.
+//!
+//! It only turns options into configurations and starts the runtime with the relay as its UDP
+//! service; the logic lives in `net_core::server` and `net_core::relay`.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use net_core::relay::service::RelayService;
+use net_core::relay::{RelayConfig, RelayCore};
+use net_core::server::{
+    runtime, stop_on_signals, BanList, BoundAddrs, RuntimeConfig, SlotServerConfig, SlotServerCore,
+};
+
+use crate::server_options::{
+    common_usage, install_server_logger, parse_common, read_messages, CommonOptions, Parsed,
+    ServerDefaults,
+};
+
+const DEFAULTS: ServerDefaults = ServerDefaults {
+    kind: "gameserver",
+    port: 6581,
+    http_port: 8581,
+};
+
+/// The gameserver's own options.
+struct RelayOptions {
+    udp_port: u16,
+    distance: f32,
+    alive_timeout: Duration,
+    event_delay: Duration,
+}
+
+const RELAY_USAGE: &str = "gameserver options:
+  --udp-port N             UDP port for game packets (default 6522; 0: any free port)
+  --distance D             forward a ship's state only to ships within D units (default 10000; 0: all)
+  --alive-timeout S        drop a client silent for S seconds (default 20)
+  --event-delay MS         longest a non-critical event waits in a burst (default 20)";
+
+pub fn run(args: &[String]) -> ExitCode {
+    let mut relay = RelayOptions {
+        udp_port: 6522,
+        distance: 10_000.0,
+        alive_timeout: Duration::from_secs(20),
+        event_delay: Duration::from_millis(20),
+    };
+    let parsed = parse_common(args, &DEFAULTS, |flag, cursor| {
+        match flag {
+            "--udp-port" => relay.udp_port = cursor.number(flag, "a port number 0-65535")?,
+            "--distance" => {
+                let d: f32 = cursor.number(flag, "a distance (0 or more)")?;
+                if !d.is_finite() || d < 0.0 {
+                    return Err(format!("--distance {d}: must be 0 or more"));
+                }
+                relay.distance = d;
+            }
+            "--alive-timeout" => {
+                let s: u64 = cursor.number(flag, "seconds (1-3600)")?;
+                if !(1..=3600).contains(&s) {
+                    return Err(format!("--alive-timeout {s}: must be 1-3600 seconds"));
+                }
+                relay.alive_timeout = Duration::from_secs(s);
+            }
+            "--event-delay" => {
+                let ms: u64 = cursor.number(flag, "milliseconds (0-1000)")?;
+                if ms > 1000 {
+                    return Err(format!("--event-delay {ms}: must be 0-1000 ms"));
+                }
+                relay.event_delay = Duration::from_millis(ms);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    });
+    let options = match parsed {
+        Ok(Parsed::Run(o)) => o,
+        Ok(Parsed::Help) => {
+            println!("{}\n\n{RELAY_USAGE}", common_usage(&DEFAULTS));
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!(
+                "parsecnet gameserver: {e}\n{}\n\n{RELAY_USAGE}",
+                common_usage(&DEFAULTS)
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match serve(&options, &relay) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("parsecnet gameserver: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
+    let mut config = SlotServerConfig {
+        server_name: o.name.clone(),
+        max_players: o.max_players,
+        idle_timeout: o.idle_timeout,
+        handshake_timeout: o.handshake_timeout,
+        max_per_address: o.max_per_address,
+        max_connections: o.max_connections,
+        ..SlotServerConfig::default()
+    };
+    if let Some(path) = &o.messages_file {
+        config.messages = read_messages(path)?;
+    }
+    config.validate().map_err(|e| e.to_string())?;
+    let relay = RelayCore::new(RelayConfig {
+        distance: r.distance,
+        alive_timeout: r.alive_timeout,
+        event_delay: r.event_delay,
+        // The token the TCP side announces to clients signs the relay's packets.
+        server_token: config.server_token,
+        ..RelayConfig::default()
+    });
+    let runtime_config = RuntimeConfig {
+        http: o.http_port.map(|port| SocketAddr::new(o.bind, port)),
+        udp: Some(SocketAddr::new(o.bind, r.udp_port)),
+        html_file: o.html_file.clone(),
+        json_file: o.json_file.clone(),
+        ban_file: o.ban_file.clone(),
+        ..RuntimeConfig::new("gameserver", SocketAddr::new(o.bind, o.port))
+    };
+    install_server_logger();
+    if !o.masters.is_empty() {
+        println!(
+            "note: masterserver registration is not implemented yet; {} will not be told about this server",
+            o.masters.join(", ")
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    stop_on_signals(&stop).map_err(|e| e.to_string())?;
+    let core = SlotServerCore::new(config, BanList::empty());
+    let name = o.name.clone();
+    let summary = runtime::run(
+        runtime_config,
+        core,
+        Some(Box::new(RelayService::new(relay))),
+        stop,
+        |addrs| announce(&name, &addrs),
+    )
+    .map_err(|e| e.to_string())?;
+    let counted: Vec<String> = summary
+        .counters
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    println!("gameserver '{name}' stopped; {}", counted.join(" "));
+    for line in summary.status {
+        println!("  {line}");
+    }
+    Ok(())
+}
+
+fn announce(name: &str, addrs: &BoundAddrs) {
+    let mut line = format!("gameserver '{name}' listening on TCP {}", addrs.tcp);
+    if let Some(udp) = addrs.udp {
+        line.push_str(&format!(", UDP {udp}"));
+    }
+    if let Some(http) = addrs.http {
+        line.push_str(&format!(", HTML list at http://{http}/"));
+    }
+    println!("{line}");
+}
