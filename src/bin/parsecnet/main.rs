@@ -4,6 +4,7 @@
 //! Servers and the demo are added as further subcommands.
 
 mod console_cli;
+mod demo;
 mod event_text;
 mod gameserver_cli;
 mod server_options;
@@ -17,6 +18,7 @@ commands:
   console [--exec \"CMD; CMD\"]   run console commands (interactive without --exec)
   slotserver [options]          run a slotserver (slotserver --help: its options)
   gameserver [options]          run a gameserver (gameserver --help: its options)
+  demo [--duration S]           a local match on loopback showing the layers at work
   help                           this text";
 
 fn main() -> ExitCode {
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
     let rest = &args[1..];
     match command.as_str() {
         "console" => console_cli::run(rest),
+        "demo" => demo::run_demo(rest),
         "slotserver" => slotserver_cli::run(rest),
         "gameserver" => gameserver_cli::run(rest),
         "help" | "--help" | "-h" => {
