@@ -276,3 +276,71 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
         "{a_events:?}"
     );
 }
+
+#[test]
+fn under_the_link_conditioner_every_reliable_event_arrives_once_in_order() {
+    let (mut a, a_addr) = instance("lossy");
+    let (mut b, b_addr) = instance("lossier");
+    for sub in [&mut a, &mut b] {
+        console(sub, "net.sim lag 15 jitter 20 loss 20 dup 5 reorder 5");
+    }
+    console(&mut a, &format!("connect {b_addr}"));
+    console(&mut b, &format!("connect {a_addr}"));
+    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+    assert!(
+        run_until(&mut [&mut a, &mut b], Duration::from_secs(30), |subs| {
+            drain(subs[0], &mut ev_a);
+            drain(subs[1], &mut ev_b);
+            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
+        }),
+        "connected under loss: {ev_a:?} {ev_b:?}"
+    );
+    let total = 500u32;
+    let mut next = 0u32;
+    let mut got: Vec<u32> = Vec::new();
+    let done = run_until(&mut [&mut a, &mut b], Duration::from_secs(60), |subs| {
+        for _ in 0..5 {
+            if next < total {
+                let data = net_core::rmev::CustomData::new(&next.to_be_bytes()).unwrap();
+                subs[0]
+                    .queue_remote_event(RemoteEvent::Custom {
+                        custom_type: 9,
+                        data,
+                        reliable: true,
+                    })
+                    .unwrap();
+                next += 1;
+            }
+        }
+        drain(subs[1], &mut ev_b);
+        got = ev_b
+            .iter()
+            .filter_map(|e| match e {
+                GameEvent::Remote {
+                    event:
+                        RemoteEvent::Custom {
+                            custom_type: 9,
+                            data,
+                            ..
+                        },
+                    ..
+                } => Some(u32::from_be_bytes(data.as_bytes().try_into().unwrap())),
+                _ => None,
+            })
+            .collect();
+        got.len() as u32 >= total
+    });
+    assert!(done, "got {} of {total}", got.len());
+    assert_eq!(
+        got,
+        (0..total).collect::<Vec<_>>(),
+        "exactly once, in order"
+    );
+    let status = console(&mut a, "status");
+    assert!(status.contains("net.sim: lag 15 ms"), "{status}");
+    let (send, receive) = a.packets().conditioner_stats();
+    assert!(
+        send.dropped > 0 && receive.dropped > 0 && send.duplicated + receive.duplicated > 0,
+        "{send:?} {receive:?}"
+    );
+}

@@ -99,6 +99,13 @@ pub static COMMANDS: &[Command] = &[
         set::net_rate
     ),
     command!(
+        "net.sim",
+        "net.sim off|[lag MS] [jitter MS] [loss PCT] [dup PCT] [reorder PCT]",
+        "link conditioner on the send and receive paths of any backend",
+        &["off", "lag", "jitter", "loss", "dup", "reorder"],
+        set::net_sim
+    ),
+    command!(
         "net.timeout",
         "net.timeout SECONDS",
         "drop a player silent this long (default 20)",

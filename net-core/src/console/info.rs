@@ -163,6 +163,15 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
     if !protocol_counters.is_empty() {
         let _ = writeln!(out, "protocol counters: {protocol_counters}");
     }
+    let conditions = sub.packets().conditions();
+    if !conditions.is_off() {
+        let (send, receive) = sub.packets().conditioner_stats();
+        let _ = writeln!(
+            out,
+            "net.sim: {conditions}; send path dropped {} duplicated {} reordered {}; receive path dropped {} duplicated {} reordered {}",
+            send.dropped, send.duplicated, send.reordered, receive.dropped, receive.duplicated, receive.reordered
+        );
+    }
     let g = sub.game().stats();
     let demo = if sub.game().is_recording() {
         "recording"

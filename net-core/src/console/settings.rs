@@ -218,3 +218,13 @@ pub fn backend_option(
     }
     sub.set_backend_option(backend, key, args)
 }
+
+/// `net.sim`: the link conditioner on both paths.
+pub fn net_sim(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+    if args.is_empty() {
+        return Ok(format!("net.sim = {}", sub.packets().conditions()));
+    }
+    let conditions = crate::packet_api::Conditions::parse(args)?;
+    sub.set_conditions(conditions);
+    Ok(format!("net.sim = {conditions} (send and receive)"))
+}

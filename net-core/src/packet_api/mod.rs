@@ -12,6 +12,7 @@
 //! protocol.
 
 pub mod backend;
+pub mod conditioner;
 pub mod loader;
 
 use std::collections::VecDeque;
@@ -22,6 +23,7 @@ use parsec_backend_abi::NET_Node;
 
 use crate::error::{ErrorCode, NetError, NetResult};
 pub use backend::{Backend, BackendOrigin, BackendSocket, SendOutcome};
+pub use conditioner::{Conditioner, ConditionerStats, Conditions};
 pub use loader::BackendSpec;
 
 /// Default local port for clients (the design's UDP port).
@@ -117,6 +119,9 @@ pub struct PacketLayer {
     bound_port: Option<u16>,
     outgoing: VecDeque<Datagram>,
     incoming: VecDeque<Datagram>,
+    /// `net.sim`: the link conditioner on the send and the receive path.
+    send_sim: Conditioner,
+    receive_sim: Conditioner,
     stats: PacketStats,
 }
 
@@ -136,6 +141,8 @@ impl PacketLayer {
             bound_port: None,
             outgoing: VecDeque::new(),
             incoming: VecDeque::new(),
+            send_sim: Conditioner::new(0x5E_4D),
+            receive_sim: Conditioner::new(0x4E_C5),
             stats: PacketStats::default(),
         }
     }
@@ -265,6 +272,13 @@ impl PacketLayer {
         let Some(mut socket) = self.socket.take() else {
             return (0, 0, 0);
         };
+        // What the conditioner holds is queued or received already: nothing of it is dropped.
+        for (node, data) in self.send_sim.drain_all() {
+            self.outgoing.push_back(Datagram { node, data });
+        }
+        for (node, data) in self.receive_sim.drain_all() {
+            self.incoming.push_back(Datagram { node, data });
+        }
         let deadline = Instant::now() + SWITCH_FLUSH_BUDGET;
         let flushed = send_queued(
             &mut self.outgoing,
@@ -348,9 +362,45 @@ impl PacketLayer {
                 ),
             ));
         }
+        if !self.send_sim.conditions().is_off() {
+            self.send_sim.push(Instant::now(), *to, data.to_vec());
+            return self.release_conditioned(options);
+        }
+        self.transmit(to, data, options)
+    }
+
+    /// Send datagrams the conditioner has held long enough.
+    fn release_conditioned(&mut self, options: &str) -> NetResult<()> {
+        let now = Instant::now();
+        while let Some((to, data)) = self.send_sim.pop_due(now) {
+            // A failure here concerns one delayed datagram, not the caller's current send.
+            if let Err(err) = self.transmit(&to, &data, options) {
+                log::debug!("net.sim: a delayed datagram could not be sent: {err}");
+            }
+        }
+        Ok(())
+    }
+
+    /// `net.sim`: set the conditions of both paths.
+    pub fn set_conditions(&mut self, conditions: Conditions) {
+        self.send_sim.set(conditions);
+        self.receive_sim.set(conditions);
+    }
+
+    pub fn conditions(&self) -> Conditions {
+        self.send_sim.conditions()
+    }
+
+    /// The conditioner's counters (send path, receive path).
+    pub fn conditioner_stats(&self) -> (&ConditionerStats, &ConditionerStats) {
+        (self.send_sim.stats(), self.receive_sim.stats())
+    }
+
+    /// Send now, or queue behind datagrams the backend has not taken yet.
+    fn transmit(&mut self, to: &NET_Node, data: &[u8], options: &str) -> NetResult<()> {
         // Keep order: while older datagrams wait, newer ones queue behind them.
         if !self.outgoing.is_empty() {
-            self.flush(options)?;
+            self.flush_outgoing(options)?;
             if !self.outgoing.is_empty() {
                 return self.queue_outgoing(to, data);
             }
@@ -389,8 +439,16 @@ impl PacketLayer {
         Ok(())
     }
 
-    /// Retry queued datagrams until the backend would block again.
+    /// Send what the conditioner released and retry queued datagrams until the backend would
+    /// block again.
     pub fn flush(&mut self, options: &str) -> NetResult<()> {
+        if self.send_sim.held() > 0 {
+            self.release_conditioned(options)?;
+        }
+        self.flush_outgoing(options)
+    }
+
+    fn flush_outgoing(&mut self, options: &str) -> NetResult<()> {
         if self.outgoing.is_empty() {
             return Ok(());
         }
@@ -411,6 +469,21 @@ impl PacketLayer {
 
     /// The next datagram from the backend itself, bypassing the datagrams kept for the game.
     pub fn receive_new(&mut self, options: &str) -> NetResult<Option<Datagram>> {
+        if self.receive_sim.is_off() {
+            return self.receive_from_socket(options);
+        }
+        // Conditioned: everything the socket has goes through the conditioner first.
+        let now = Instant::now();
+        while let Some(datagram) = self.receive_from_socket(options)? {
+            self.receive_sim.push(now, datagram.node, datagram.data);
+        }
+        Ok(self
+            .receive_sim
+            .pop_due(now)
+            .map(|(node, data)| Datagram { node, data }))
+    }
+
+    fn receive_from_socket(&mut self, options: &str) -> NetResult<Option<Datagram>> {
         let socket = self.socket(options)?;
         let mut buf = vec![0u8; socket.backend().max_payload()];
         match socket.receive(&mut buf) {
@@ -445,6 +518,14 @@ impl PacketLayer {
     pub fn wait(&mut self, timeout: Duration, options: &str) -> NetResult<bool> {
         if !self.incoming.is_empty() {
             return Ok(true);
+        }
+        let mut timeout = timeout;
+        if let Some(release) = self.receive_sim.next_release() {
+            let now = Instant::now();
+            if release <= now {
+                return Ok(true);
+            }
+            timeout = timeout.min(release - now);
         }
         let ms = timeout.as_millis().min(u32::MAX as u128) as u32;
         self.socket(options)?.wait(ms)

@@ -275,6 +275,11 @@ impl Subsystem {
         self.packets.switch(backend, port, &new_options)
     }
 
+    /// `net.sim`: the link conditioner on the send and receive paths.
+    pub fn set_conditions(&mut self, conditions: crate::packet_api::Conditions) {
+        self.packets.set_conditions(conditions);
+    }
+
     /// `net.port N`.
     pub fn set_port(&mut self, port: u16) -> NetResult<String> {
         let options = self.current_options();
