@@ -12,6 +12,7 @@
  * Usage:
  *   peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]
  *             [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]
+ *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]
  *   peer_game --play FILE [--duration MS] [--frame-ms MS]
  *
  *   --exec LINE     a console line run after NET_Init, before connecting (repeatable), e.g.
@@ -29,6 +30,27 @@
  *                   break the position callback's rules: it calls NET_PollEvent (the library
  *                   must refuse with NET_ERR_STATE; SUMMARY shows the result as reentry=RC)
  *                   and reports a NaN position for the game's object (which must be ignored)
+ *   --pos [WHO=]X,Y,Z
+ *                   where the ship of the player named WHO flies (without WHO=: this game's
+ *                   own): X,Y,Z is added to the position below, by the sender when it makes its
+ *                   state and by a receiver when it checks one (so give every game the same
+ *                   --pos list); players without one fly at 0,0,0 (repeatable)
+ *   --near D        with --pos: finishing needs a state only from the players whose base
+ *                   (--pos) is within D of this game's own (a gameserver forwards no state
+ *                   between ships further apart than its distance)
+ *   --control       read lines from stdin while running (checked every frame); a line is run
+ *                   as a console line, except for these:
+ *                     @quit         print the summary (if not printed yet) and end the game
+ *                     @summary      print a new summary of what the game knows now
+ *                     @series on    start sending the numbered series (--series-ms)
+ *                     @series off   stop it
+ *                   The game then does not end when it finishes and has lingered: only on
+ *                   @quit or the end of stdin. It also follows reconnections: after a
+ *                   DISCONNECTED event it joins again on the next CONNECTED (in any slot).
+ *   --series-ms MS  with --control: while the series is on, every MS ms queue the reliable
+ *                   custom event type 600 with the series number n (0, 1, ...; 4 bytes
+ *                   little-endian) followed by this game's name; a number that the library
+ *                   refuses (rc < 0, e.g. while not connected) is tried again next time
  *
  * Output, one line each (flushed); strings are quoted, with \" \\ and \xNN escapes:
  *   EXEC rc=RC line="LINE" reply="REPLY"          every console line run
@@ -45,11 +67,16 @@
  *   END frames=F callback_calls=N                 a live game's last frame
  *   STATUS text="TEXT"                            then the console's `status`
  *   STOP rc=RC reply="REPLY"                      `stop` (a recording at exit; after playback)
+ *   CONTROL line="LINE"                           every line read with --control
+ *   SERIES n=N rc=RC slot=S to="NAME,..."         every attempt to send series number N: the
+ *                                                 result, this game's slot, and the names of
+ *                                                 the other players seated at that moment
  *
  * The ship of the player in slot S at frame F: pos = (100 S + (F mod 1000) / 4, 2 S,
- * -(F mod 500)), orient = (0, 0, 0, 1), vel = (0.25, S, 0); the game area holds the marker
- * "PSEC", S, F (4 bytes little-endian), the name's length and the name (at most 22 bytes). A
- * receiver recomputes the whole state from the slot, the name and F, so any damage shows.
+ * -(F mod 500)) plus its base (--pos), orient = (0, 0, 0, 1), vel = (0.25, S, 0); the game area
+ * holds the marker "PSEC", S, F (4 bytes little-endian), the name's length and the name (at most
+ * 22 bytes). A receiver recomputes the whole state from the slot, the name (and its base) and F,
+ * so any damage shows.
  * What the game in slot S sends once the others are seated, in this order (all reliable except
  * the first custom event):
  *   say "hello from NAME"
@@ -69,14 +96,17 @@
  * setup line.
  */
 
-#define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime, poll, read */
 
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "parsec_net.h"
 
@@ -93,6 +123,9 @@
 #define OBJECT_ID_BASE 2000u
 #define MISSILE_ID_BASE 3000u
 #define EXTRA_ID_BASE 4000u
+#define MAX_BASES 16
+#define SERIES_TYPE 600
+#define CONTROL_CAP 1024
 
 /* Command-line settings. */
 struct options {
@@ -106,7 +139,19 @@ struct options {
     long linger_ms;
     long frame_ms;
     int hostile_callback;
+    int control;      /* --control: lines from stdin */
+    long series_ms;   /* --series-ms */
+    double near;      /* --near D; < 0 when not given */
 };
+
+/* The --pos table: where each named player's ship flies (name NULL: this game's own). It is
+ * global because the state checks (also in the summary) need it. */
+static struct {
+    const char *name;
+    float pos[3];
+} bases[MAX_BASES];
+static int base_count;
+static const char *own_name;
 
 /* What arrived from one other player (slot). */
 struct other {
@@ -131,7 +176,8 @@ struct snapshot {
 struct game {
     struct options opt;
     int32_t slot;          /* own slot, -1 until connected */
-    int connected;         /* NET_EVENT_CONNECTED arrived */
+    int connected;         /* NET_EVENT_CONNECTED arrived (and no DISCONNECTED since) */
+    int ever_connected;    /* NET_EVENT_CONNECTED arrived at least once */
     int gave_up;           /* an error event arrived before connecting */
     int joined;            /* NETs_Join was called */
     int acted;             /* said hello, fired, sent the custom event */
@@ -143,6 +189,13 @@ struct game {
     uint32_t objects[MAX_OBJECTS]; /* object ids seen in creation and kill events, in order */
     int object_count;
     struct snapshot snap;
+    int live;              /* a live game (not playing a demo back) */
+    int quit;              /* --control: @quit read, or stdin ended */
+    int series_on;         /* --control: @series on */
+    uint32_t series_next;  /* the next series number to send */
+    long long series_due;  /* when to send it */
+    char control_buf[CONTROL_CAP];
+    size_t control_len;
 };
 
 static long long now_ms(void)
@@ -217,17 +270,35 @@ static int demo_state_is(const char *what)
 
 /* ----- the deterministic ship and its marker ------------------------------------------------ */
 
+/* The base (--pos) of the ship of the player named `name`. */
+static void base_of(const char *name, float out[3])
+{
+    int i;
+
+    out[0] = out[1] = out[2] = 0.0f;
+    for (i = 0; i < base_count; i++) {
+        const char *who = bases[i].name != NULL ? bases[i].name : own_name;
+
+        if (who != NULL && name != NULL && strcmp(who, name) == 0) {
+            memcpy(out, bases[i].pos, sizeof bases[i].pos);
+            return;
+        }
+    }
+}
+
 static void make_state(int32_t slot, uint32_t frame, const char *name, NET_ShipState *s)
 {
     size_t name_len = strlen(name);
+    float base[3];
 
     if (name_len > MARKER_NAME_MAX) {
         name_len = MARKER_NAME_MAX;
     }
+    base_of(name, base);
     memset(s, 0, sizeof *s);
-    s->pos[0] = (float)(slot * 100) + (float)(frame % 1000) * 0.25f;
-    s->pos[1] = (float)(2 * slot);
-    s->pos[2] = -(float)(frame % 500);
+    s->pos[0] = (float)(slot * 100) + (float)(frame % 1000) * 0.25f + base[0];
+    s->pos[1] = (float)(2 * slot) + base[1];
+    s->pos[2] = -(float)(frame % 500) + base[2];
     s->orient[3] = 1.0f;
     s->vel[0] = 0.25f;
     s->vel[1] = (float)slot;
@@ -388,9 +459,19 @@ static void note_event(struct game *g, const NET_Event *e)
     case NET_EVENT_CONNECTED:
         g->slot = p;
         g->connected = 1;
+        g->ever_connected = 1;
+        break;
+    case NET_EVENT_DISCONNECTED:
+        /* A live game connects again by itself (a backend switch) or is told to (--control):
+         * it joins again once connected, in whatever slot it gets. */
+        if (g->live) {
+            g->connected = 0;
+            g->joined = 0;
+            g->slot = -1;
+        }
         break;
     case NET_EVENT_ERROR:
-        if (!g->connected) {
+        if (!g->ever_connected) {
             g->gave_up = 1;
         }
         break;
@@ -527,6 +608,24 @@ static void act(struct game *g)
     g->acted_frame = g->frame;
 }
 
+/* Whether finishing needs a state of the player named `name` (always, unless --near says its
+ * ship is too far away). */
+static int needs_state_of(const struct game *g, const char *name)
+{
+    float mine[3], theirs[3];
+    double dx, dy, dz;
+
+    if (g->opt.near < 0.0) {
+        return 1;
+    }
+    base_of(g->opt.name, mine);
+    base_of(name, theirs);
+    dx = (double)theirs[0] - mine[0];
+    dy = (double)theirs[1] - mine[1];
+    dz = (double)theirs[2] - mine[2];
+    return dx * dx + dy * dy + dz * dz <= g->opt.near * g->opt.near;
+}
+
 /* Whether every expected other player sent everything, and its state carries a good marker
  * (and this game's own sends went through at least one NETs_MaintainNet since it acted). */
 static int is_complete(const struct game *g)
@@ -546,8 +645,8 @@ static int is_complete(const struct game *g)
             continue;
         }
         if (g->others[s].text_ok && g->others[s].laser_ok && g->others[s].custom_ok &&
-            NET_GetPlayerState(s, &state) == NET_OK &&
-            check_marker(s, name, &state, &frame) == NULL) {
+            (!needs_state_of(g, name) || (NET_GetPlayerState(s, &state) == NET_OK &&
+                                          check_marker(s, name, &state, &frame) == NULL))) {
             done++;
         }
     }
@@ -620,6 +719,127 @@ static void print_summary(const struct game *g, const char *mode, int complete)
     fflush(stdout);
 }
 
+/* ----- --control and the numbered series -------------------------------------------------------- */
+
+/* One line from stdin: a control word or a console line. */
+static void control_line(struct game *g, const char *line)
+{
+    printf("CONTROL line=");
+    print_quoted(line, (size_t)-1);
+    printf("\n");
+    fflush(stdout);
+    if (strcmp(line, "@quit") == 0) {
+        g->quit = 1;
+    } else if (strcmp(line, "@summary") == 0) {
+        take_snapshot(g);
+        print_summary(g, "live", is_complete(g));
+    } else if (strcmp(line, "@series on") == 0) {
+        g->series_on = 1;
+        g->series_due = now_ms();
+    } else if (strcmp(line, "@series off") == 0) {
+        g->series_on = 0;
+    } else if (line[0] == '@') {
+        printf("CONTROL unknown control word\n");
+        fflush(stdout);
+    } else if (line[0] != '\0') {
+        console(line, NULL, 0);
+    }
+}
+
+/* Read whatever stdin holds without waiting and handle every complete line; the end of stdin
+ * is @quit. */
+static void read_control(struct game *g)
+{
+    for (;;) {
+        struct pollfd pfd;
+        ssize_t n;
+        char *newline;
+
+        pfd.fd = 0;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 0) <= 0 || (pfd.revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+            return;
+        }
+        n = read(0, g->control_buf + g->control_len, CONTROL_CAP - 1 - g->control_len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            printf("CONTROL eof\n");
+            fflush(stdout);
+            g->quit = 1;
+            return;
+        }
+        g->control_len += (size_t)n;
+        while ((newline = memchr(g->control_buf, '\n', g->control_len)) != NULL) {
+            size_t used = (size_t)(newline - g->control_buf) + 1;
+
+            *newline = '\0';
+            if (newline > g->control_buf && newline[-1] == '\r') {
+                newline[-1] = '\0';
+            }
+            control_line(g, g->control_buf);
+            memmove(g->control_buf, g->control_buf + used, g->control_len - used);
+            g->control_len -= used;
+        }
+        if (g->control_len == CONTROL_CAP - 1) {
+            /* A line longer than the buffer: handled in pieces. */
+            g->control_buf[g->control_len] = '\0';
+            control_line(g, g->control_buf);
+            g->control_len = 0;
+        }
+        if (g->quit) {
+            return;
+        }
+    }
+}
+
+/* While the series is on and the next number is due: queue it (reliable custom event
+ * SERIES_TYPE: the number, 4 bytes little-endian, then the name) and report the attempt with
+ * the players seated at that moment. A refused number is tried again when the next is due. */
+static void send_series(struct game *g)
+{
+    uint8_t data[4 + MARKER_NAME_MAX];
+    char to[MAX_SLOTS * (MARKER_NAME_MAX + 10) + 1];
+    size_t name_len = strlen(g->opt.name), to_len = 0;
+    uint32_t n = g->series_next;
+    long long now = now_ms();
+    int32_t rc, s;
+
+    if (!g->series_on || g->opt.series_ms <= 0 || now < g->series_due) {
+        return;
+    }
+    g->series_due = now + g->opt.series_ms;
+    data[0] = (uint8_t)(n & 0xff);
+    data[1] = (uint8_t)((n >> 8) & 0xff);
+    data[2] = (uint8_t)((n >> 16) & 0xff);
+    data[3] = (uint8_t)((n >> 24) & 0xff);
+    memcpy(data + 4, g->opt.name, name_len);
+    rc = NET_RmEvCustom(SERIES_TYPE, data, 4 + name_len, NET_SEND_RELIABLE);
+    to[0] = '\0';
+    for (s = 0; s < MAX_SLOTS; s++) {
+        const char *name;
+        int written;
+
+        if (!is_other_slot(g, s) || (name = NET_FetchPlayerName(s)) == NULL) {
+            continue;
+        }
+        written = snprintf(to + to_len, sizeof to - to_len, "%s%.*s", to_len > 0 ? "," : "",
+                           MARKER_NAME_MAX + 8, name);
+        if (written > 0 && (size_t)written < sizeof to - to_len) {
+            to_len += (size_t)written;
+        }
+    }
+    printf("SERIES n=%u rc=%d slot=%d to=", (unsigned)n, (int)rc, (int)g->slot);
+    print_quoted(to, sizeof to);
+    printf("\n");
+    fflush(stdout);
+    if (rc == NET_OK) {
+        g->series_next++;
+    }
+}
+
 /* ----- the two modes -------------------------------------------------------------------------------- */
 
 static int run_live(struct game *g)
@@ -631,6 +851,7 @@ static int run_live(struct game *g)
     int summarized = 0, complete = 0;
     int i;
 
+    g->live = 1;
     for (i = 0; i < g->opt.exec_count; i++) {
         if (console(g->opt.execs[i], NULL, 0) != NET_OK) {
             return 2;
@@ -678,17 +899,21 @@ static int run_live(struct game *g)
         if (g->connected && !g->acted && other_players_seated(g) >= g->opt.expect) {
             act(g);
         }
+        if (g->opt.control) {
+            read_control(g);
+            send_series(g);
+        }
         now = now_ms();
         if (!summarized) {
             complete = is_complete(g);
-            if (complete || g->gave_up || now >= deadline) {
+            if (complete || g->gave_up || now >= deadline || g->quit) {
                 take_snapshot(g);
                 print_summary(g, "live", complete);
                 summarized = 1;
                 linger_until = complete ? now + g->opt.linger_ms : now;
             }
         }
-        if (summarized && now >= linger_until) {
+        if (g->opt.control ? g->quit : summarized && now >= linger_until) {
             break;
         }
         sleep_ms(g->opt.frame_ms);
@@ -758,6 +983,7 @@ static int usage(const char *why)
             "peer_game: %s\n"
             "usage: peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]\n"
             "                 [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]\n"
+            "                 [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]\n"
             "       peer_game --play FILE [--duration MS] [--frame-ms MS]\n",
             why);
     return 2;
@@ -775,6 +1001,39 @@ static int parse_number(const char *text, long *out)
     return 1;
 }
 
+/* `[WHO=]X,Y,Z` into the --pos table (the text is modified: WHO ends at the '='). */
+static int parse_base(char *text)
+{
+    char *equals = strchr(text, '='), *cursor, *end;
+    int i;
+
+    if (base_count == MAX_BASES) {
+        return 0;
+    }
+    bases[base_count].name = NULL;
+    cursor = text;
+    if (equals != NULL) {
+        if (equals == text) {
+            return 0;
+        }
+        *equals = '\0';
+        bases[base_count].name = text;
+        cursor = equals + 1;
+    }
+    for (i = 0; i < 3; i++) {
+        double value = strtod(cursor, &end);
+
+        if (end == cursor || !(value >= -1e7 && value <= 1e7) ||
+            *end != (i < 2 ? ',' : '\0')) {
+            return 0;
+        }
+        bases[base_count].pos[i] = (float)value;
+        cursor = end + 1;
+    }
+    base_count++;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     static struct game g;
@@ -786,12 +1045,17 @@ int main(int argc, char **argv)
     opt->duration_ms = 20000;
     opt->linger_ms = 1000;
     opt->frame_ms = 10;
+    opt->near = -1.0;
     for (i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        char *value = i + 1 < argc ? argv[i + 1] : NULL;
 
         if (strcmp(arg, "--hostile-callback") == 0) {
             opt->hostile_callback = 1;
+            continue;
+        }
+        if (strcmp(arg, "--control") == 0) {
+            opt->control = 1;
             continue;
         }
         if (value == NULL) {
@@ -826,6 +1090,21 @@ int main(int argc, char **argv)
             if (!parse_number(value, &opt->frame_ms) || opt->frame_ms == 0) {
                 return usage("--frame-ms takes milliseconds (at least 1)");
             }
+        } else if (strcmp(arg, "--pos") == 0) {
+            if (!parse_base(value)) {
+                return usage("--pos takes [WHO=]X,Y,Z (at most 16 of them)");
+            }
+        } else if (strcmp(arg, "--near") == 0) {
+            char *end;
+
+            opt->near = strtod(value, &end);
+            if (end == value || *end != '\0' || !(opt->near >= 0.0)) {
+                return usage("--near takes a distance (0 or more)");
+            }
+        } else if (strcmp(arg, "--series-ms") == 0) {
+            if (!parse_number(value, &opt->series_ms) || opt->series_ms == 0) {
+                return usage("--series-ms takes milliseconds (at least 1)");
+            }
         } else {
             return usage("unknown option");
         }
@@ -834,6 +1113,7 @@ int main(int argc, char **argv)
         (opt->name == NULL || opt->name[0] == '\0' || strlen(opt->name) > MARKER_NAME_MAX)) {
         return usage("--name NAME (1-22 bytes) is required");
     }
+    own_name = opt->name;
 
     g.slot = -1;
     rc = NET_Init();

@@ -38,7 +38,7 @@ impl Conditions {
             return Ok(Conditions::default());
         }
         let words: Vec<&str> = args.split_whitespace().collect();
-        if words.is_empty() || words.len() % 2 != 0 {
+        if words.is_empty() || !words.len().is_multiple_of(2) {
             return Err(NetError::invalid("expected pairs like 'lag 50 loss 5'"));
         }
         let mut c = Conditions::default();
