@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-tools/ensure-packages.sh cc=gcc c++=g++ valgrind=valgrind ip=iproute2 tmux=tmux
+tools/ensure-packages.sh cc=gcc c++=g++ valgrind=valgrind ip=iproute2 tmux=tmux cmake=cmake pkg-config=pkg-config make=make
 
 step() { printf '\n== %s ==\n' "$*"; }
 step "format"
@@ -18,4 +18,6 @@ step "build"
 cargo build --workspace --all-targets --quiet
 step "test"
 cargo test --workspace --no-fail-fast -- --test-threads="${TEST_THREADS:-2}"
+step "fuzz (short run of every target; docs/fuzzing.md for longer runs)"
+tools/fuzz.sh "${FUZZ_SECONDS:-5}"
 step "all tests passed"

@@ -251,9 +251,14 @@ fn state_goes_only_to_clients_within_the_distance() {
     let now = Instant::now();
     let mut relay = relay(1000.0, &[0, 1, 2], now);
     let mut clients: Vec<Client> = (0..3).map(Client::new).collect();
-    // Everyone reports a position: 0 at x=0, 1 nearby at x=100, 2 far away at x=10000.
+    // Everyone joins (spectators watch everything) and reports a position: 0 at x=0, 1 nearby
+    // at x=100, 2 far away at x=10000.
     for (i, x) in [(0usize, 0.0f32), (1, 100.0), (2, 10_000.0)] {
-        let p = clients[i].packet(now, PacketType::GameState, Some(state_at(x)), vec![]);
+        let joined = RemoteEvent::PlayerStatus {
+            joined: true,
+            flag: 0,
+        };
+        let p = clients[i].packet(now, PacketType::GameState, Some(state_at(x)), vec![joined]);
         relay.handle_datagram(now, addr(i as u8), &p);
     }
     relay.handle_timeout(now);
@@ -399,4 +404,46 @@ fn reliable_events_stay_reliable_end_to_end_through_the_server_under_loss() {
         0,
         "the server acknowledged everything"
     );
+}
+
+#[test]
+fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_after_silence() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let mut a = Client::new(0);
+    let elsewhere = SocketAddr::from(([127, 0, 0, 1], 9999));
+    let first = a.packet(now, PacketType::NodeAlive, None, vec![]);
+    relay.handle_datagram(now, addr(0), &first);
+    // While the real address is alive, the same client's packets from elsewhere are refused.
+    let p = a.packet(now, PacketType::NodeAlive, None, vec![]);
+    relay.handle_datagram(now + Duration::from_millis(100), elsewhere, &p);
+    assert_eq!(relay.stats().impostors, 1);
+    assert_eq!(relay.stats().address_changes, 0);
+    // A spoofer with a wrong token is refused even after silence.
+    let later = now + Duration::from_secs(2);
+    let mut spoof = Client {
+        slot: 0,
+        link: Link::new(LinkConfig::default()),
+    };
+    let mut forged = spoof.packet(later, PacketType::NodeAlive, None, vec![]);
+    forged[20..24].copy_from_slice(&0xDEAD_u32.to_be_bytes());
+    relay.handle_datagram(later, elsewhere, &forged);
+    // A replay of an old packet from a new address is refused (not fresh).
+    relay.handle_datagram(later, SocketAddr::from(([127, 0, 0, 1], 9998)), &first);
+    assert_eq!(relay.stats().address_changes, 0);
+    assert!(relay.stats().impostors >= 3, "{:?}", relay.stats());
+    // The genuine client after its address went quiet (a NAT rebinding) is followed.
+    let p = a.packet(later, PacketType::NodeAlive, None, vec![text("moved")]);
+    relay.handle_datagram(later, elsewhere, &p);
+    assert_eq!(relay.stats().address_changes, 1);
+    relay.handle_timeout(later + Duration::from_millis(50));
+    let mut buf = [0u8; 1400];
+    let mut to_a = 0;
+    while let Some((to, _)) = relay.poll_transmit(later, &mut buf) {
+        if to == elsewhere {
+            to_a += 1;
+        }
+        assert_ne!(to, addr(0), "nothing goes to the old address any more");
+    }
+    assert!(to_a > 0, "the server answers at the new address");
 }

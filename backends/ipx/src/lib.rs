@@ -79,7 +79,7 @@ pub fn vtable() -> &'static NET_BackendVTable {
 ///
 /// # Safety
 /// Callable from any thread with any value; it only returns a pointer to a static.
-#[no_mangle]
+#[cfg_attr(not(feature = "without-entry-symbol"), no_mangle)]
 pub unsafe extern "C" fn parsec_net_backend_entry(
     core_abi_version: u32,
 ) -> *const NET_BackendVTable {

@@ -78,6 +78,8 @@ pub struct RelayStats {
     pub events_in: u64,
     pub clients_timed_out: u64,
     pub address_changes: u64,
+    /// Packets from an unknown address claiming a client's slot, refused.
+    pub impostors: u64,
 }
 
 struct Client {
@@ -181,7 +183,13 @@ impl RelayCore {
         }
     }
 
-    fn find_sender(&mut self, from: SocketAddr, token: u32, slot: Option<u8>) -> Option<usize> {
+    fn find_sender(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        header: &crate::wire::PacketHeader,
+    ) -> Option<usize> {
+        let (token, slot) = (header.token, header.sender_slot);
         if let Some(i) = self
             .clients
             .iter()
@@ -189,10 +197,18 @@ impl RelayCore {
         {
             return Some(i);
         }
-        // A known client at a new address (NAT rebinding): its token and slot must match.
+        // A known client at a new address (NAT rebinding): see `session::may_rebind`.
         let i = usize::from(slot?);
         let client = self.clients.get_mut(i)?.as_mut()?;
-        if client.token != token {
+        if !crate::session::may_rebind(
+            &client.link,
+            token,
+            client.token,
+            header.sequence,
+            client.last_heard,
+            now,
+        ) {
+            self.stats.impostors += 1;
             return None;
         }
         client.addr = from;
@@ -214,7 +230,7 @@ impl RelayCore {
             }
         };
         let header = packet.header;
-        let Some(index) = self.find_sender(from, header.token, header.sender_slot) else {
+        let Some(index) = self.find_sender(now, from, &header) else {
             self.stats.unknown_senders += 1;
             self.scratch = events;
             return;

@@ -217,6 +217,13 @@ impl Link {
         &self.stats
     }
 
+    /// Whether `sequence` is newer than every packet received on this link (a replay of an old
+    /// packet from a new address cannot move the link there).
+    pub fn is_fresh(&self, sequence: u32) -> bool {
+        self.latest_received
+            .is_none_or(|latest| seq_before(latest, sequence))
+    }
+
     /// Smoothed round-trip time, once measured.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt.srtt

@@ -30,6 +30,28 @@ pub use events::GameEvent;
 pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
 pub use players::{ObjectOwners, Player, PlayerTable};
 
+/// How long a player's old address must have been silent before its packets may come from a
+/// new one (NAT rebinding); while the old address is alive, a second source is an impostor.
+pub const REBIND_SILENCE: Duration = Duration::from_millis(1000);
+
+/// Whether a packet from an unknown address may move a known remote there: the token and slot
+/// must be the remote's, the sequence newer than anything received, and the old address silent
+/// for `REBIND_SILENCE`. A blind spoofer lacks the token; an on-path one still cannot take over
+/// a live player.
+pub fn may_rebind(
+    link: &Link,
+    token: u32,
+    expected_token: u32,
+    sequence: u32,
+    last_heard: Instant,
+    now: Instant,
+) -> bool {
+    expected_token != 0
+        && token == expected_token
+        && link.is_fresh(sequence)
+        && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
+}
+
 /// Most state updates kept for a tap that is not read.
 const STATE_TAP_LIMIT: usize = 4096;
 
@@ -95,6 +117,10 @@ pub struct SessionStats {
     pub states_received: u64,
     pub players_timed_out: u64,
     pub encode_errors: u64,
+    /// Players whose packets moved to a new address (NAT rebinding).
+    pub rebinds: u64,
+    /// Packets from an unknown address claiming to be a player, refused.
+    pub impostors: u64,
 }
 
 /// One remote node the session exchanges packets with.
@@ -541,11 +567,10 @@ impl Session {
     ) -> Result<(), Rejection> {
         let header = &packet.header;
         let node_eq = Arc::clone(&self.node_eq);
-        let index = self
-            .remotes
-            .iter()
-            .position(|r| node_eq(&r.node, from))
-            .ok_or(Rejection::UnknownSender)?;
+        let index = match self.remotes.iter().position(|r| node_eq(&r.node, from)) {
+            Some(index) => index,
+            None => self.rebind(now, from, header)?,
+        };
         let remote = &mut self.remotes[index];
         if remote.token == 0 {
             // Listed by a server that did not know its token: the first packet sets it.
@@ -613,6 +638,43 @@ impl Session {
         }
         self.deliveries = deliveries;
         Ok(())
+    }
+
+    /// A packet from an unknown address: the player it claims to be moved there (NAT rebinding),
+    /// if `may_rebind` allows; else it is an unknown sender.
+    fn rebind(
+        &mut self,
+        now: Instant,
+        from: &Node,
+        header: &crate::wire::PacketHeader,
+    ) -> Result<usize, Rejection> {
+        let index = self
+            .remotes
+            .iter()
+            .position(|r| r.slot.is_some() && r.slot == header.sender_slot)
+            .ok_or(Rejection::UnknownSender)?;
+        let remote = &mut self.remotes[index];
+        if !may_rebind(
+            &remote.link,
+            header.token,
+            remote.token,
+            header.sequence,
+            remote.last_heard,
+            now,
+        ) {
+            self.stats.impostors += 1;
+            return Err(Rejection::UnknownSender);
+        }
+        log::info!(
+            "session: player in slot {:?} moved to a new address",
+            remote.slot
+        );
+        remote.node = *from;
+        if let Some(player) = remote.slot.and_then(|s| self.players.get_mut(s)) {
+            player.node = *from;
+        }
+        self.stats.rebinds += 1;
+        Ok(index)
     }
 
     /// Apply a remote event from `slot`: update the table, emit the game event.

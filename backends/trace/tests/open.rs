@@ -1,0 +1,165 @@
+//! Opening trace sockets: choosing the inner backend with `inner=`, the clear errors for inner
+//! backends that cannot be used, trace files that cannot be opened, and the open parameters.
+
+mod common;
+
+use std::ffi::{c_char, c_void, CString};
+
+use common::{built_library, c_text, temp_dir, traced, Sock, SECOND, V4};
+use parsec_backend_abi::{
+    NET_BackendOpenParams, NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_UNSUPPORTED,
+};
+
+fn open_error(extra: &str) -> (i32, String) {
+    match Sock::open(extra) {
+        Ok(_) => panic!("open with {extra:?} should fail"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn inner_may_name_the_default_backend_by_name_or_path() {
+    let udp_path = built_library("udp");
+    let by_path = Sock::open(&format!("inner={}", udp_path.display())).expect("inner=PATH");
+    // SAFETY: live handle of this process's trace backend.
+    let state = unsafe { parsec_backend_trace::socket_from_handle(by_path.handle) }.unwrap();
+    assert_eq!(state.inner_name(), "udp");
+    assert_eq!(
+        Some(state.inner_path()),
+        parsec_backend_trace::default_inner_path()
+    );
+    // A NAME is found beside the code that holds the trace backend (here the test executable in
+    // target/<profile>/deps/, where cargo also puts the UDP library).
+    let by_name = Sock::open("inner=udp").expect("inner=NAME");
+    by_name.send_ok(&by_path.local_node(), b"by name");
+    assert_eq!(by_path.receive_within(SECOND).unwrap().1, b"by name");
+}
+
+#[test]
+fn an_inner_backend_that_cannot_be_found_is_a_clear_error() {
+    let (code, message) = open_error("inner=surely_not_there");
+    assert_eq!(code, NET_BACKEND_ERR_INVALID);
+    assert!(
+        message.starts_with(
+            "trace: invalid net.trace.inner 'surely_not_there': no backend named \
+             'surely_not_there': looked for "
+        ),
+        "{message}"
+    );
+    assert!(message.contains("PARSEC_NET_BACKEND_PATH"), "{message}");
+
+    let (code, message) = open_error("inner=/nonexistent/libparsec_backend_x.so");
+    assert_eq!(code, NET_BACKEND_ERR_INVALID);
+    assert!(message.ends_with("no such file"), "{message}");
+
+    let (_, message) = open_error("inner=bad name!");
+    assert!(message.contains("not a backend name"), "{message}");
+
+    let dir = temp_dir("notalib");
+    let fake = dir.join("libparsec_backend_fake.so");
+    std::fs::write(&fake, b"not a library").unwrap();
+    let (_, message) = open_error(&format!("inner={}", fake.display()));
+    assert!(message.contains("not a loadable library"), "{message}");
+    assert!(!message.contains('\n'));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_inner_backend_with_other_nodes_is_refused_with_the_reason() {
+    let ipx = built_library("ipx");
+    let (code, message) = open_error(&format!("inner={}", ipx.display()));
+    assert_eq!(code, NET_BACKEND_ERR_UNSUPPORTED);
+    assert!(
+        message.starts_with(
+            "trace: inner backend 'ipx' refused: node functions have no socket, so nodes always \
+             go to the default inner backend 'udp' and the inner one must be a 'udp' backend \
+             too; use net.api ipx instead ("
+        ),
+        "{message}"
+    );
+    // The reason fits the core's 256-byte error buffer even before the path.
+    assert!(message.find(" (/").unwrap() < 255, "{message}");
+    assert!(!message.contains('\n'));
+}
+
+#[test]
+fn the_trace_backend_cannot_be_its_own_inner_backend() {
+    // The built trace library is another copy of this code (this test links the rlib): its entry
+    // loads its own default inner backend from beside it and returns a vtable named "trace".
+    let trace = built_library("trace");
+    let (code, message) = open_error(&format!("inner={}", trace.display()));
+    assert_eq!(code, NET_BACKEND_ERR_UNSUPPORTED, "{message}");
+    assert!(
+        message.starts_with(
+            "trace: inner backend 'trace' refused: it is a trace backend itself; the inner one \
+             must be the backend to trace ("
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_trace_file_that_cannot_be_opened_fails_open_and_releases_the_port() {
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let options = format!("{V4}\nfile=/nonexistent-dir/trace.log");
+    match Sock::open_with(traced(), port, &options) {
+        Ok(_) => panic!("the trace file cannot be created"),
+        Err((code, message)) => {
+            assert_eq!(code, NET_BACKEND_ERR_IO);
+            assert!(
+                message.starts_with("trace: cannot open trace file /nonexistent-dir/trace.log: "),
+                "{message}"
+            );
+        }
+    }
+    // The inner socket was closed again: the port can be bound.
+    let again = Sock::open_with(traced(), port, V4).expect("port released");
+    assert_eq!(again.bound_port(), i32::from(port));
+}
+
+#[test]
+fn inner_open_errors_pass_through_naming_the_trace_variables() {
+    let (code, message) = match Sock::open_with(traced(), 0, "bind=127.0.0.256\nipv6=0") {
+        Ok(_) => panic!("bad bind address"),
+        Err(e) => e,
+    };
+    assert_eq!(code, NET_BACKEND_ERR_INVALID);
+    assert!(message.starts_with("udp: invalid "), "{message}");
+    assert!(message.contains("net.trace.bind"), "{message}");
+    assert!(!message.contains("net.udp."), "{message}");
+}
+
+#[test]
+fn trace_options_are_not_passed_to_the_inner_backend() {
+    // The UDP backend ignores unknown keys anyway; what matters is that `file` does not leak into
+    // it and that the remaining keys (bind, ipv6) do reach it.
+    let dir = temp_dir("keys");
+    let file = dir.join("keys.log");
+    let s = Sock::open(&format!("file={}\ninner=udp", file.display())).unwrap();
+    assert!(common::print(traced(), &s.local_node())
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    drop(s);
+    assert!(file.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn open_reads_only_what_params_size_covers() {
+    let options = CString::new(V4).unwrap();
+    let params = NET_BackendOpenParams {
+        size: 2, // only `size` itself: too small to hold the port
+        port: 0,
+        reserved: 0,
+        options: options.as_ptr(),
+    };
+    let mut handle: *mut c_void = std::ptr::null_mut();
+    let mut err = [0 as c_char; 128];
+    // SAFETY: valid pointers.
+    let rc = unsafe { (traced().open.unwrap())(&params, &mut handle, err.as_mut_ptr(), err.len()) };
+    assert_eq!(rc, NET_BACKEND_ERR_INVALID);
+    assert!(handle.is_null());
+    assert_eq!(c_text(&err), "trace: open parameters too small (2 bytes)");
+}
