@@ -69,6 +69,12 @@
 #define NET_EVENT_ERROR 16
 
 /**
+ * A server-list fetch completed (NET_FetchServerList, console `servers`): player_id -1,
+ * object_id = number of servers listed now, text = the masterservers that failed, if any.
+ */
+#define NET_EVENT_SERVER_LIST 17
+
+/**
  * Version of the C API and of the jump table layout.
  */
 #define NET_ABI_VERSION 1
@@ -175,6 +181,26 @@
  * Internal error (a caught panic).
  */
 #define NET_ERR_INTERNAL -18
+
+/**
+ * Capacity of `NET_ServerInfo.name` and `.os` (31 bytes and the NUL).
+ */
+#define NET_SERVER_NAME_LEN 32
+
+/**
+ * Capacity of `NET_ServerInfo.url` (127 bytes and the NUL).
+ */
+#define NET_SERVER_URL_LEN 128
+
+/**
+ * Capacity of `NET_ServerInfo.address`.
+ */
+#define NET_SERVER_ADDRESS_LEN 64
+
+/**
+ * Capacity of `NET_ServerInfo.kind`.
+ */
+#define NET_SERVER_KIND_LEN 16
 
 /**
  * A ship's state: sent with every packet while joined; latest wins.
@@ -291,6 +317,42 @@ typedef struct NET_JumpTable {
  * A game's log callback: level (NET_LOG_*), one NUL-terminated line, the user pointer.
  */
 typedef void (*NET_LogCallback)(int32_t level, const char *message, void *user);
+
+/**
+ * One server of a masterserver's list. Texts are NUL-terminated.
+ */
+typedef struct NET_ServerInfo {
+  /**
+   * The server's name (at most 31 bytes).
+   */
+  char name[NET_SERVER_NAME_LEN];
+  /**
+   * Its operating system (at most 31 bytes).
+   */
+  char os[NET_SERVER_NAME_LEN];
+  /**
+   * A page about it (at most 127 bytes; "-" when it gave none).
+   */
+  char url[NET_SERVER_URL_LEN];
+  /**
+   * "IP:PORT" ("[IP]:PORT" for IPv6) to connect to (port 0: the server did not say).
+   */
+  char address[NET_SERVER_ADDRESS_LEN];
+  /**
+   * "slotserver", "gameserver" or "unknown".
+   */
+  char kind[NET_SERVER_KIND_LEN];
+  int32_t players;
+  int32_t max_players;
+  /**
+   * Its TCP port (0: not told).
+   */
+  uint16_t port;
+  /**
+   * A gameserver's UDP port (0: not told).
+   */
+  uint16_t udp_port;
+} NET_ServerInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -558,6 +620,19 @@ int32_t NETs_UpdateName(void);
  * Call once per frame: receive, run timers, send.
  */
 void NETs_MaintainNet(void);
+
+/**
+ * Copy up to `cap` entries of the latest fetched server list into `out`; `*total` (may be
+ * NULL) gets the list's length. Starts a fetch from the `net.master` masterservers if none is
+ * running and the list is older than 5 s (or was never fetched); the fetch completes over
+ * later NETs_MaintainNet calls and raises NET_EVENT_SERVER_LIST. Returns the number of entries
+ * written (>= 0; 0 before the first fetch completed), or NET_ERR_INVALID_ARGUMENT when no
+ * masterserver is set or `out` is NULL with `cap` > 0. Never blocks.
+ *
+ * # Safety
+ * `out` must be NULL (with `cap` 0) or writable for `cap` entries; `total` NULL or writable.
+ */
+int32_t NET_FetchServerList(struct NET_ServerInfo *out, size_t cap, size_t *total);
 
 #ifdef __cplusplus
 }  // extern "C"

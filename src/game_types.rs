@@ -33,6 +33,9 @@ pub const NET_EVENT_KILL_OBJECT: u32 = 13;
 pub const NET_EVENT_PARTICLE_OBJECT: u32 = 14;
 pub const NET_EVENT_CUSTOM: u32 = 15;
 pub const NET_EVENT_ERROR: u32 = 16;
+/// A server-list fetch completed (NET_FetchServerList, console `servers`): player_id -1,
+/// object_id = number of servers listed now, text = the masterservers that failed, if any.
+pub const NET_EVENT_SERVER_LIST: u32 = 17;
 
 /// A ship's state: sent with every packet while joined; latest wins.
 #[repr(C)]
@@ -170,6 +173,12 @@ impl NET_Event {
                 NET_Event::empty(NET_EVENT_TEXT, -1).with_text(text.as_bytes())
             }
             GameEvent::Remote { slot: s, event } => Self::from_remote(slot(*s), event),
+            GameEvent::ServerList { count, errors } => {
+                let mut e =
+                    NET_Event::empty(NET_EVENT_SERVER_LIST, -1).with_text(errors.as_bytes());
+                e.object_id = *count;
+                e
+            }
         }
     }
 
@@ -253,7 +262,8 @@ impl NET_Event {
             // Protocol-internal events never reach the game; shown as an error if they did.
             RemoteEvent::PlayerList(_)
             | RemoteEvent::ConnectQueue(_)
-            | RemoteEvent::PlayerStatus { .. } => {
+            | RemoteEvent::PlayerStatus { .. }
+            | RemoteEvent::Resume(_) => {
                 NET_Event::empty(NET_EVENT_ERROR, player_id).with_text(b"internal event")
             }
         }

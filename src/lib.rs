@@ -16,6 +16,7 @@ pub mod logging;
 pub mod packet_calls;
 pub mod protocol_calls;
 pub mod result_codes;
+pub mod server_list_calls;
 
 pub use jump_table::NET_ABI_VERSION;
 pub use parsec_backend_abi::NET_Node;

@@ -12,7 +12,11 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
         .expect("parsecnet runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "exit {:?}\n{stdout}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
     for expected in [
         "all four players saw each other: yes; protocol switch: yes; backend switch: yes",
         "lost reliable events: 0",
@@ -22,8 +26,16 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
         "done: backend switch back to udp",
         "result: every check held",
     ] {
-        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
     }
     // Progress was visible from the first second (one line a second when not a terminal).
-    assert!(stdout.lines().any(|l| l.starts_with("[  0.") || l.starts_with("[  1.")), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("[  0.") || l.starts_with("[  1.")),
+        "{stdout}"
+    );
 }

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-tools/ensure-packages.sh cc=gcc c++=g++ valgrind=valgrind ip=iproute2 tmux=tmux cmake=cmake pkg-config=pkg-config make=make
+tools/ensure-packages.sh cc=gcc c++=g++ valgrind=valgrind ip=iproute2 tmux=tmux cmake=cmake pkg-config=pkg-config make=make chromium=chromium
 
 step() { printf '\n== %s ==\n' "$*"; }
 step "format"

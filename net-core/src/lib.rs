@@ -10,6 +10,7 @@ pub mod console;
 pub mod demo;
 pub mod error;
 pub mod game;
+pub mod master;
 pub mod packet_api;
 pub mod protocol;
 pub mod relay;

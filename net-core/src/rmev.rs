@@ -211,6 +211,7 @@ pub enum EventType {
     ConnectQueue = 10,
     Custom = 11,
     PlayerStatus = 12,
+    Resume = 13,
 }
 
 impl EventType {
@@ -228,6 +229,7 @@ impl EventType {
             10 => EventType::ConnectQueue,
             11 => EventType::Custom,
             12 => EventType::PlayerStatus,
+            13 => EventType::Resume,
             _ => return None,
         })
     }
@@ -284,6 +286,57 @@ pub enum RemoteEvent {
         joined: bool,
         flag: u8,
     },
+    /// Picking up, on a new link, the event streams of an earlier one between the same two
+    /// players (after a backend switch or a rejoin): see `session::resume`. Never given to the
+    /// game.
+    Resume(ResumeStep),
+}
+
+/// Most earlier tokens a RE_RESUME hello lists.
+pub const MAX_EARLIER_TOKENS: usize = 4;
+
+/// The steps of RE_RESUME.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeStep {
+    /// "These were my tokens in earlier sessions (newest first)": sent once on every new link.
+    Hello(EarlierTokens),
+    /// One answer to a hello per parked stream of the answering side with the hello's sender:
+    /// on that old link the hello's sender had token `yours` and the answering side `mine`,
+    /// and `delivered` is the last reliable id of the hello sender's stream the answering side
+    /// delivered to its game (0: none).
+    Answer {
+        yours: u32,
+        mine: u32,
+        delivered: u32,
+    },
+    /// The answers to a hello are complete.
+    Done,
+}
+
+/// Up to [`MAX_EARLIER_TOKENS`] non-zero tokens, newest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EarlierTokens {
+    len: u8,
+    tokens: [u32; MAX_EARLIER_TOKENS],
+}
+
+impl EarlierTokens {
+    /// The newest `MAX_EARLIER_TOKENS` of `tokens` (newest first); zeros are skipped.
+    pub fn new(tokens: impl IntoIterator<Item = u32>) -> EarlierTokens {
+        let mut list = EarlierTokens::default();
+        for token in tokens.into_iter().filter(|t| *t != 0) {
+            if usize::from(list.len) == MAX_EARLIER_TOKENS {
+                break;
+            }
+            list.tokens[usize::from(list.len)] = token;
+            list.len += 1;
+        }
+        list
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        &self.tokens[..usize::from(self.len)]
+    }
 }
 
 impl RemoteEvent {
@@ -301,6 +354,7 @@ impl RemoteEvent {
             RemoteEvent::ConnectQueue(_) => EventType::ConnectQueue,
             RemoteEvent::Custom { .. } => EventType::Custom,
             RemoteEvent::PlayerStatus { .. } => EventType::PlayerStatus,
+            RemoteEvent::Resume(_) => EventType::Resume,
         }
     }
 

@@ -4,97 +4,15 @@
 //! peer does not stop newcomers from being answered and is dropped after the timeout.
 //! Invariants are checked after every simulation step.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use net_core::protocol::peer::{PeerProtocol, PeerTimings};
-use net_core::protocol::{ClientProtocol, ConnectParams};
-use net_core::rmev::PlayerName;
-use net_core::session::{GameEvent, SessionConfig};
-use net_core::sim::{self, Endpoint, LinkProfile, Network, Rng, Transmit};
-use net_core::Node;
+mod support;
 
-struct PeerNode {
-    proto: PeerProtocol,
-    index: usize,
-    events: Vec<GameEvent>,
-    buf: Vec<u8>,
-}
-
-impl PeerNode {
-    fn new(index: usize) -> PeerNode {
-        PeerNode {
-            proto: PeerProtocol::new(PeerTimings::default()),
-            index,
-            events: Vec::new(),
-            buf: vec![0; 1400],
-        }
-    }
-
-    fn drain(&mut self) {
-        while let Some(event) = self.proto.poll_event() {
-            self.events.push(event);
-        }
-    }
-
-    fn connect(&mut self, now: Instant, token: u32) {
-        let params = ConnectParams {
-            target: None,
-            broadcast: Some(sim::broadcast_node()),
-            local_node: sim::node(self.index),
-            name: PlayerName::new(format!("p{}", self.index).as_bytes()).unwrap(),
-            token,
-            order: Arc::new(sim::compare_nodes),
-            session: SessionConfig::default(),
-            server: None,
-            game_port: 0,
-            resolve: Arc::new(|_, _| None),
-        };
-        self.proto.connect(now, params).expect("connect starts");
-    }
-
-    fn slot(&self) -> Option<u8> {
-        self.proto.session().map(|s| s.my_slot())
-    }
-
-    fn token(&self) -> Option<u32> {
-        self.proto.session().map(|s| s.my_token())
-    }
-
-    fn errors(&self) -> Vec<&str> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                GameEvent::Error { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-impl Endpoint for PeerNode {
-    fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
-        self.proto.handle_datagram(now, from, data);
-        self.drain();
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.proto.handle_timeout(now);
-        self.drain();
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let (to, len) = self.proto.poll_transmit(now, &mut self.buf)?;
-        Some(Transmit {
-            to,
-            data: self.buf[..len].to_vec(),
-        })
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.proto.poll_timeout()
-    }
-}
+use net_core::protocol::peer::PeerTimings;
+use net_core::protocol::ClientProtocol;
+use net_core::session::GameEvent;
+use net_core::sim::{LinkProfile, Network, Rng};
+use support::peer_node::{random_token, PeerNode};
 
 /// Invariants that must hold at every instant: no two in-game peers share a slot, and every
 /// peer's table agrees with the slot each listed peer really has.
@@ -142,15 +60,6 @@ fn everyone_agrees(net: &Network<PeerNode>, expected: usize) -> bool {
                     .is_some_and(|pl| Some(pl.token) == o.token())
             })
     })
-}
-
-fn random_token(rng: &mut Rng) -> u32 {
-    loop {
-        let t = rng.next_u64() as u32;
-        if t != 0 {
-            return t;
-        }
-    }
 }
 
 /// One run: `peers` peers started at random instants within `window`, with `loss`.

@@ -126,22 +126,22 @@ fn drain_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<Vec
 }
 
 #[test]
-fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_the_text() {
+fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_anothers_text() {
     let now = Instant::now();
-    let mut relay = relay(0.0, &[0, 1], now);
-    let (mut a, mut b) = (Client::new(0), Client::new(1));
-    // A burst: an old state, then text, then a newer state with a missile creation, all
-    // arriving before the server's next forwarding pass.
+    let mut relay = relay(0.0, &[0, 1, 2], now);
+    let (mut a, mut b, mut c) = (Client::new(0), Client::new(1), Client::new(2));
+    // A burst: an old state from A, text from C, then a newer state from A with a missile
+    // creation, all arriving before the server's next forwarding pass.
     let p1 = a.packet(now, PacketType::GameState, Some(state_at(1.0)), vec![]);
-    let p2 = a.packet(now, PacketType::GameState, None, vec![text("hello")]);
+    let p2 = c.packet(now, PacketType::GameState, None, vec![text("hello")]);
     let p3 = a.packet(
         now,
         PacketType::GameState,
         Some(state_at(2.0)),
         vec![missile(9)],
     );
-    for p in [&p1, &p2, &p3] {
-        relay.handle_datagram(now, addr(0), p);
+    for (p, from) in [(&p1, 0), (&p2, 2), (&p3, 0)] {
+        relay.handle_datagram(now, addr(from), p);
     }
     assert!(
         relay.poll_timeout().is_some_and(|t| t <= now),
@@ -205,8 +205,8 @@ fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_the_text(
     );
     assert_eq!(
         relay.outbox_stats().states_dropped,
-        1,
-        "the stale state was dropped"
+        2,
+        "the stale state was dropped (at B and at C)"
     );
     // The text follows within the delay bound.
     let later = now + relay.config().event_delay;
@@ -218,7 +218,7 @@ fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_the_text(
         .collect();
     assert!(
         second.contains(&Delivery::Event {
-            origin: Some(0),
+            origin: Some(2),
             event: text("hello")
         }),
         "{second:?}"
@@ -446,4 +446,38 @@ fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_a
         assert_ne!(to, addr(0), "nothing goes to the old address any more");
     }
     assert!(to_a > 0, "the server answers at the new address");
+}
+
+#[test]
+fn a_client_that_arrives_late_hears_who_has_joined_already() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0], now);
+    let mut a = Client::new(0);
+    let joined = RemoteEvent::PlayerStatus {
+        joined: true,
+        flag: 0,
+    };
+    let p = a.packet(now, PacketType::GameState, None, vec![joined.clone()]);
+    relay.handle_datagram(now, addr(0), &p);
+    relay.handle_timeout(now);
+    let mut buf = [0u8; 1400];
+    while relay.poll_transmit(now, &mut buf).is_some() {}
+    // B connects after A joined: the server tells it, within the event delay.
+    let later = now + Duration::from_secs(1);
+    relay.add_client(later, 1, addr(1), token(1));
+    let mut b = Client::new(1);
+    let due = later + relay.config().event_delay;
+    assert!(relay.poll_timeout().is_some_and(|t| t <= due));
+    relay.handle_timeout(due);
+    let got: Vec<Delivery> = drain_to(&mut relay, &mut b, due)
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(
+        got.contains(&Delivery::Event {
+            origin: Some(0),
+            event: joined
+        }),
+        "{got:?}"
+    );
 }

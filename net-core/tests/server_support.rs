@@ -144,7 +144,11 @@ pub struct LineClient {
 
 impl LineClient {
     pub fn connect(addr: SocketAddr) -> LineClient {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
+        Self::from_stream(TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect"))
+    }
+
+    /// A line client over an already connected stream.
+    pub fn from_stream(stream: TcpStream) -> LineClient {
         stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
         let reader = BufReader::new(stream.try_clone().unwrap());

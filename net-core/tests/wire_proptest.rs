@@ -2,8 +2,9 @@
 //! values and re-encodes to the same bytes, and no input of any kind makes the decoder panic.
 
 use net_core::rmev::{
-    ChatText, ConnectRequest, CustomData, PlayerListEntry, PlayerName, RemoteEvent, ShipState,
-    ShortText, GAME_AREA_LEN, MAX_CUSTOM_DATA, MAX_LIST_ID, MAX_NAME_LEN, MAX_TEXT_LEN,
+    ChatText, ConnectRequest, CustomData, EarlierTokens, PlayerListEntry, PlayerName, RemoteEvent,
+    ResumeStep, ShipState, ShortText, GAME_AREA_LEN, MAX_CUSTOM_DATA, MAX_EARLIER_TOKENS,
+    MAX_LIST_ID, MAX_NAME_LEN, MAX_TEXT_LEN,
 };
 use net_core::wire::{
     decode_packet, encode_packet, encoded_len, Ack, PacketHeader, PacketType, PacketWriter,
@@ -133,6 +134,16 @@ fn remote_event() -> impl Strategy<Value = RemoteEvent> {
         connect_queue().prop_map(RemoteEvent::ConnectQueue),
         (any::<bool>(), any::<u8>())
             .prop_map(|(joined, flag)| RemoteEvent::PlayerStatus { joined, flag }),
+        proptest::collection::vec(1..=u32::MAX, 0..=MAX_EARLIER_TOKENS)
+            .prop_map(|t| RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new(t)))),
+        (1..=u32::MAX, 1..=u32::MAX, any::<u32>()).prop_map(|(yours, mine, delivered)| {
+            RemoteEvent::Resume(ResumeStep::Answer {
+                yours,
+                mine,
+                delivered,
+            })
+        }),
+        Just(RemoteEvent::Resume(ResumeStep::Done)),
         (
             any::<u16>(),
             proptest::collection::vec(any::<u8>(), 0..=MAX_CUSTOM_DATA),
@@ -378,6 +389,13 @@ fn one_of_each_event_type_round_trips_in_one_packet() {
             joined: false,
             flag: 3,
         },
+        RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([1, u32::MAX, 7, 8]))),
+        RemoteEvent::Resume(ResumeStep::Answer {
+            yours: 1,
+            mine: u32::MAX,
+            delivered: 0,
+        }),
+        RemoteEvent::Resume(ResumeStep::Done),
         RemoteEvent::PlayerList(
             (0..16)
                 .rev()

@@ -59,17 +59,32 @@ pub fn say(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetRe
     sub.say(args).map(|()| String::new())
 }
 
-pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
+pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     no_args(args)?;
-    if sub.settings().masters.is_empty() {
-        return Err(NetError::invalid(
-            "no masterserver set (net.master HOST[:PORT])",
+    let started = sub.request_server_list(now)?;
+    let list = sub.server_list();
+    let Some(fetched) = list.fetched_at() else {
+        return Ok(format!(
+            "fetching the server list from {} (printed when it arrives)...",
+            sub.settings().masters.join(", ")
         ));
+    };
+    let mut out = format!(
+        "{} server{} (fetched {:.0} s ago{})\n{}",
+        list.servers().len(),
+        if list.servers().len() == 1 { "" } else { "s" },
+        now.saturating_duration_since(fetched).as_secs_f32(),
+        if started || list.is_fetching() {
+            "; fetching again..."
+        } else {
+            ""
+        },
+        crate::master::format_table(list.servers())
+    );
+    for error in list.errors() {
+        out.push_str(&format!("\n! {error}"));
     }
-    Err(NetError::new(
-        ErrorCode::Unsupported,
-        "the server list is not available in this build",
-    ))
+    Ok(out)
 }
 
 fn demo_path(args: &str) -> NetResult<&Path> {

@@ -107,6 +107,15 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
     if let Some(line) = session_line {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(session) = sub.protocol_module().and_then(|p| p.session()) {
+        let s = session.stats();
+        let r = session.resume_state().stats();
+        let _ = writeln!(
+            out,
+            "links: rebinds {}, impostors refused {}; resumed links {}, events sent again {}, parked {}, given up {}, answer timeouts {}",
+            s.rebinds, s.impostors, r.resumed, r.events_carried, r.parked, r.events_dropped, r.hold_timeouts
+        );
+    }
     let settings = sub.settings();
     let _ = writeln!(
         out,

@@ -32,6 +32,8 @@
 //! | 9 | Error | text string |
 //! | 10 | State | slot, ship state (72 bytes, as in the wire format) |
 //! | 11 | End | nothing: the recording was finished; nothing may follow |
+//! | 12 | ServerMessage | text string |
+//! | 13 | ServerList | count u32, errors string (a server-list fetch completed) |
 //!
 //! A remote event is written by the wire codec (`wire::write_event`, `wire::read_event`): event
 //! header, reliable id, body, with all of the wire format's validation. The reliable id means
@@ -94,6 +96,7 @@ pub enum RecordKind {
     State = 10,
     End = 11,
     ServerMessage = 12,
+    ServerList = 13,
 }
 
 impl RecordKind {
@@ -111,6 +114,7 @@ impl RecordKind {
             10 => RecordKind::State,
             11 => RecordKind::End,
             12 => RecordKind::ServerMessage,
+            13 => RecordKind::ServerList,
             _ => return None,
         })
     }
@@ -128,6 +132,7 @@ impl RecordKind {
             DemoItem::Event(GameEvent::Remote { .. }) => RecordKind::Remote,
             DemoItem::Event(GameEvent::Error { .. }) => RecordKind::Error,
             DemoItem::Event(GameEvent::ServerMessage { .. }) => RecordKind::ServerMessage,
+            DemoItem::Event(GameEvent::ServerList { .. }) => RecordKind::ServerList,
             DemoItem::State { .. } => RecordKind::State,
         }
     }
@@ -382,6 +387,10 @@ fn write_payload(item: &DemoItem, out: &mut Vec<u8>) -> NetResult<()> {
             }
             GameEvent::Error { text } => put_string(out, "error text", text),
             GameEvent::ServerMessage { text } => put_string(out, "server message", text),
+            GameEvent::ServerList { count, errors } => {
+                put_u32(out, *count);
+                put_string(out, "server list errors", errors)
+            }
         },
         DemoItem::State { slot, state } => {
             put_slot(out, *slot)?;
@@ -721,6 +730,10 @@ fn read_payload(kind: RecordKind, r: &mut Reader<'_>) -> Result<Option<DemoItem>
         },
         RecordKind::ServerMessage => GameEvent::ServerMessage {
             text: read_string(r)?,
+        },
+        RecordKind::ServerList => GameEvent::ServerList {
+            count: r.u32()?,
+            errors: read_string(r)?,
         },
         RecordKind::State => {
             return Ok(Some(DemoItem::State {

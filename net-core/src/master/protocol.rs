@@ -189,7 +189,8 @@ fn parse_players(rest: &str) -> Result<MasterRequest, RequestError> {
         .trim_start_matches(' ')
         .split_once(" max:")
         .ok_or(RequestError::BadPlayers)?;
-    let players: u16 = parse_digits(players.trim_end_matches(' ')).ok_or(RequestError::BadPlayers)?;
+    let players: u16 =
+        parse_digits(players.trim_end_matches(' ')).ok_or(RequestError::BadPlayers)?;
     let max: u16 = parse_digits(max.trim_matches(' ')).ok_or(RequestError::BadPlayers)?;
     if max == 0 || players > max {
         return Err(RequestError::BadPlayers);
@@ -210,13 +211,20 @@ fn parse_join(rest: &str) -> Result<JoinRequest, RequestError> {
     let rest = rest
         .strip_prefix("join me:")
         .ok_or(RequestError::MalformedJoin)?;
-    let (name, rest) = rest.split_once(OS_MARK).ok_or(RequestError::MalformedJoin)?;
+    let (name, rest) = rest
+        .split_once(OS_MARK)
+        .ok_or(RequestError::MalformedJoin)?;
     let name = validate_name(name)?;
     let (os, rest) = rest
         .split_once(MAXPLAYERS_MARK)
         .ok_or(RequestError::MalformedJoin)?;
     let os = validate_os(os)?;
-    let (max_players, rest) = rest.split_once(URL_MARK).ok_or(RequestError::MalformedJoin)?;
+    let (max_players, rest) = match rest.split_once(URL_MARK) {
+        Some(parts) => parts,
+        // "... url:" with nothing after it: the URL is missing.
+        None if rest.ends_with(URL_MARK.trim_end()) => return Err(RequestError::BadUrl),
+        None => return Err(RequestError::MalformedJoin),
+    };
     let max_players: u16 = parse_digits(max_players.trim_matches(' '))
         .filter(|&n| n > 0)
         .ok_or(RequestError::BadMaxPlayers)?;
@@ -300,7 +308,8 @@ pub(crate) fn parse_digits<T: std::str::FromStr>(text: &str) -> Option<T> {
 /// 1..=max bytes of printable ASCII (space to '~') after trimming spaces.
 fn printable(text: &str, max: usize) -> Option<String> {
     let text = text.trim_matches(' ');
-    let ok = !text.is_empty() && text.len() <= max && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let ok =
+        !text.is_empty() && text.len() <= max && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
     ok.then(|| text.to_string())
 }
 
@@ -388,7 +397,15 @@ mod tests {
                 "http://gammaquadrant.parsec.org/"
             )))
         );
-        assert_eq!(join_line(&join("Gamma_Quadrant", "i586-pc-linux-gnu", 16, "http://gammaquadrant.parsec.org/")), EXAMPLE);
+        assert_eq!(
+            join_line(&join(
+                "Gamma_Quadrant",
+                "i586-pc-linux-gnu",
+                16,
+                "http://gammaquadrant.parsec.org/"
+            )),
+            EXAMPLE
+        );
     }
 
     #[test]
@@ -397,9 +414,15 @@ mod tests {
         let Ok(MasterRequest::Join(j)) = parse_request(&line) else {
             panic!("not a join");
         };
-        assert_eq!((j.kind, j.port, j.udp_port), (ServerKind::GameServer, 6581, 6522));
+        assert_eq!(
+            (j.kind, j.port, j.udp_port),
+            (ServerKind::GameServer, 6581, 6522)
+        );
         let canonical = join_line(&j);
-        assert_eq!(canonical, format!("{EXAMPLE} kind: gameserver port: 6581 udp: 6522"));
+        assert_eq!(
+            canonical,
+            format!("{EXAMPLE} kind: gameserver port: 6581 udp: 6522")
+        );
         assert_eq!(parse_request(&canonical), Ok(MasterRequest::Join(j)));
     }
 
@@ -407,11 +430,24 @@ mod tests {
     fn parses_players_remove_and_list() {
         assert_eq!(
             parse_request("players: 3 max: 16"),
-            Ok(MasterRequest::Players { players: 3, max: 16 })
+            Ok(MasterRequest::Players {
+                players: 3,
+                max: 16
+            })
         );
         assert_eq!(parse_request("remove me"), Ok(MasterRequest::RemoveMe));
-        assert_eq!(parse_request(" list servers "), Ok(MasterRequest::ListServers));
-        for bad in ["players: 17 max: 16", "players: 1 max: 0", "players: x max: 2", "players: 3", "players: -1 max: 2", "players: 1 max: 99999"] {
+        assert_eq!(
+            parse_request(" list servers "),
+            Ok(MasterRequest::ListServers)
+        );
+        for bad in [
+            "players: 17 max: 16",
+            "players: 1 max: 0",
+            "players: x max: 2",
+            "players: 3",
+            "players: -1 max: 2",
+            "players: 1 max: 99999",
+        ] {
             assert_eq!(parse_request(bad), Err(RequestError::BadPlayers), "{bad}");
         }
     }
@@ -419,7 +455,9 @@ mod tests {
     #[test]
     fn field_limits_are_the_designs() {
         let j = |name: &str, os: &str, url: &str| {
-            parse_request(&format!("version: 1.0 join me: {name} os: {os} maxplayers: 4 url: {url}"))
+            parse_request(&format!(
+                "version: 1.0 join me: {name} os: {os} maxplayers: 4 url: {url}"
+            ))
         };
         assert!(j(&"n".repeat(31), &"o".repeat(31), &"u".repeat(127)).is_ok());
         assert_eq!(j(&"n".repeat(32), "o", "u"), Err(RequestError::BadName));
@@ -430,23 +468,74 @@ mod tests {
     #[test]
     fn refuses_malformed_joins() {
         for (line, err) in [
-            ("version: 2.0 join me: a os: b maxplayers: 1 url: u", RequestError::Incompatible { major: 2, minor: 0 }),
-            ("version: 0.9 anything", RequestError::Incompatible { major: 0, minor: 9 }),
-            ("version: x join me: a os: b maxplayers: 1 url: u", RequestError::BadVersion),
-            ("version: 1.0 join me: a os: b maxplayers: 1", RequestError::MalformedJoin),
-            ("version: 1.0 join me: a os: b url: u", RequestError::MalformedJoin),
-            ("version: 1.0 join us: a os: b maxplayers: 1 url: u", RequestError::MalformedJoin),
-            ("version: 1.0 join me:  os: b maxplayers: 1 url: u", RequestError::BadName),
-            ("version: 1.0 join me: a os: b maxplayers: 0 url: u", RequestError::BadMaxPlayers),
-            ("version: 1.0 join me: a os: b maxplayers: 70000 url: u", RequestError::BadMaxPlayers),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: ", RequestError::BadUrl),
-            ("version: 1.0 join me: a os: b url: c maxplayers: 1 url: u", RequestError::BadOs),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: u kind: peer", RequestError::BadExtension),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: u port: 0", RequestError::BadExtension),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: u port: 1 port: 2", RequestError::BadExtension),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: u color: red", RequestError::BadExtension),
-            ("version: 1.0 join me: a os: b maxplayers: 1 url: u port:", RequestError::BadExtension),
-            ("version: 1.0 join me: a os: é maxplayers: 1 url: u", RequestError::BadOs),
+            (
+                "version: 2.0 join me: a os: b maxplayers: 1 url: u",
+                RequestError::Incompatible { major: 2, minor: 0 },
+            ),
+            (
+                "version: 0.9 anything",
+                RequestError::Incompatible { major: 0, minor: 9 },
+            ),
+            (
+                "version: x join me: a os: b maxplayers: 1 url: u",
+                RequestError::BadVersion,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1",
+                RequestError::MalformedJoin,
+            ),
+            (
+                "version: 1.0 join me: a os: b url: u",
+                RequestError::MalformedJoin,
+            ),
+            (
+                "version: 1.0 join us: a os: b maxplayers: 1 url: u",
+                RequestError::MalformedJoin,
+            ),
+            (
+                "version: 1.0 join me:  os: b maxplayers: 1 url: u",
+                RequestError::BadName,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 0 url: u",
+                RequestError::BadMaxPlayers,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 70000 url: u",
+                RequestError::BadMaxPlayers,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: ",
+                RequestError::BadUrl,
+            ),
+            (
+                "version: 1.0 join me: a os: b url: c maxplayers: 1 url: u",
+                RequestError::BadOs,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: u kind: peer",
+                RequestError::BadExtension,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: u port: 0",
+                RequestError::BadExtension,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: u port: 1 port: 2",
+                RequestError::BadExtension,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: u color: red",
+                RequestError::BadExtension,
+            ),
+            (
+                "version: 1.0 join me: a os: b maxplayers: 1 url: u port:",
+                RequestError::BadExtension,
+            ),
+            (
+                "version: 1.0 join me: a os: é maxplayers: 1 url: u",
+                RequestError::BadOs,
+            ),
             ("hello", RequestError::Unknown),
             ("", RequestError::Unknown),
             ("remove me please", RequestError::Unknown),

@@ -121,6 +121,9 @@ pub struct ConnectParams {
     /// This client's UDP game port (told to servers so others can reach it).
     pub game_port: u16,
     pub resolve: NodeResolver,
+    /// What the session before a backend switch left for the next mesh session (see
+    /// `session::resume`); taken by the first session made from these parameters.
+    pub resume: Option<Arc<crate::session::ResumeState>>,
 }
 
 /// A client protocol module (sans-IO).

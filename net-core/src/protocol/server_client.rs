@@ -256,7 +256,13 @@ impl ServerClient {
                     now,
                 )
             }
-            _ => Session::new_mesh(params.session, self.node_eq(), me, now),
+            _ => {
+                let mut session = Session::new_mesh(params.session, self.node_eq(), me, now);
+                if let Some(state) = self.params.as_mut().and_then(|p| p.resume.take()) {
+                    session.set_resume_state(std::sync::Arc::unwrap_or_clone(state));
+                }
+                session
+            }
         };
         self.session = Some(session);
         self.server_name = accepted.server_name;

@@ -157,10 +157,23 @@ impl RelayCore {
 
     /// A player joined over TCP: expect its packets from `addr` signed with `token`.
     pub fn add_client(&mut self, now: Instant, slot: u8, addr: SocketAddr, token: u32) {
-        let Some(entry) = self.clients.get_mut(usize::from(slot)) else {
+        if usize::from(slot) >= self.clients.len() {
             return;
-        };
-        *entry = Some(Client {
+        }
+        let mut outbox = Outbox::default();
+        // The newcomer hears who is already in the game (names and seats come over TCP; the
+        // joins were said before it was here).
+        for other in self.clients.iter().flatten() {
+            if other.joined && other.slot != slot {
+                let joined = RemoteEvent::PlayerStatus {
+                    joined: true,
+                    flag: 0,
+                };
+                outbox.push_event(now, other.slot, joined);
+            }
+        }
+        let greeted = !outbox.is_empty();
+        self.clients[usize::from(slot)] = Some(Client {
             slot,
             addr,
             token,
@@ -168,8 +181,11 @@ impl RelayCore {
             last_heard: now,
             last_sent: None,
             joined: false,
-            outbox: Outbox::default(),
+            outbox,
         });
+        if greeted {
+            self.pending_since.get_or_insert(now);
+        }
     }
 
     /// A player left: forget it and everything buffered from it.
@@ -267,6 +283,12 @@ impl RelayCore {
                     self.stats.states_in += 1;
                     self.buffer_state(origin, state);
                 }
+                // Stream resumption is between peers of a mesh; clients of a gameserver do not
+                // send it, and it is never forwarded.
+                Delivery::Event {
+                    event: RemoteEvent::Resume(_),
+                    ..
+                } => {}
                 Delivery::Event { event, .. } => {
                     self.stats.events_in += 1;
                     if let RemoteEvent::PlayerStatus { joined, .. } = event {

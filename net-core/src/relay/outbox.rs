@@ -1,6 +1,7 @@
 //! What waits to be forwarded to one gameserver client: the burst buffer of the design. Packets
 //! often reach the server in bursts; everything a burst carries for a client is buffered here,
-//! then time-critical events (laser and missile creations) go first, only the newest ship state
+//! then time-critical events (laser and missile creations) go first (taking along what their
+//! sender said before them, so each sender's events keep their order), only the newest ship state
 //! of each player is kept (outdated ones are dropped), and the other events wait at most
 //! `delay` so they can share packets.
 
@@ -44,6 +45,17 @@ impl Outbox {
     /// Buffer an event from `origin`.
     pub fn push_event(&mut self, now: Instant, origin: u8, event: RemoteEvent) {
         if is_time_critical(&event) {
+            // Events keep their order per sender: what `origin` said before goes first with it
+            // (a laser never arrives before its shooter's join or name).
+            let mut index = 0;
+            while index < self.normal.len() {
+                if self.normal[index].0 == origin {
+                    let (o, e, _) = self.normal.remove(index).expect("index in range");
+                    self.critical.push_back((o, e));
+                } else {
+                    index += 1;
+                }
+            }
             self.critical.push_back((origin, event));
         } else {
             self.normal.push_back((origin, event, now));
@@ -117,5 +129,45 @@ impl Outbox {
         self.critical.is_empty()
             && self.normal.is_empty()
             && self.states.iter().all(Option::is_none)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rmev::ChatText;
+
+    fn laser(id: u32) -> RemoteEvent {
+        RemoteEvent::CreateLaser {
+            object_id: id,
+            class: 0,
+            pos: [0.0; 3],
+            dir: [1.0, 0.0, 0.0],
+        }
+    }
+
+    fn text(t: &str) -> RemoteEvent {
+        RemoteEvent::SendText(ChatText::new(t.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn critical_events_go_first_but_each_sender_keeps_its_order() {
+        let now = Instant::now();
+        let mut outbox = Outbox::default();
+        outbox.push_event(now, 1, text("one says hi"));
+        outbox.push_event(now, 2, text("two says hi"));
+        outbox.push_event(now, 1, laser(7));
+        outbox.push_event(now, 2, text("two again"));
+        let mut out = Vec::new();
+        // Before the delay: the laser goes, with what its sender said first; two's lines wait.
+        outbox.take_due_events(now, Duration::from_millis(20), &mut out);
+        assert_eq!(out, vec![(1, text("one says hi")), (1, laser(7))]);
+        outbox.take_due_events(
+            now + Duration::from_millis(20),
+            Duration::from_millis(20),
+            &mut out,
+        );
+        assert_eq!(out, vec![(2, text("two says hi")), (2, text("two again"))]);
+        assert!(outbox.is_empty());
     }
 }

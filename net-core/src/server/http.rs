@@ -1,5 +1,6 @@
-//! The servers' tiny HTTP endpoint: one GET (or HEAD) per connection for the player list as
-//! HTML (`/`, `/players.html`) or JSON (`/players.json`); anything else is 404.
+//! The servers' tiny HTTP endpoint: one GET (or HEAD) per connection for the published list as
+//! HTML (`/`, `/index.html`, `/STEM.html`) or JSON (`/STEM.json`), where STEM is `players` for
+//! the slot/gameserver and `servers` for the masterserver; anything else is 404.
 //!
 //! Bounded: the request head is at most [`MAX_REQUEST_HEAD`] bytes and must arrive within
 //! [`REQUEST_TIMEOUT`]; the body of a request is never read; the connection is closed after the
@@ -20,10 +21,22 @@ pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The rendered documents served.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Pages {
     pub html: String,
     pub json: String,
+    /// The file name stem of the documents' paths (`players` -> `/players.html`).
+    pub stem: &'static str,
+}
+
+impl Default for Pages {
+    fn default() -> Self {
+        Pages {
+            html: String::new(),
+            json: String::new(),
+            stem: "players",
+        }
+    }
 }
 
 /// The status code and the complete response for a request head (the bytes up to and
@@ -46,9 +59,12 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
         _ => return error_response(405, "Method Not Allowed"),
     };
     let path = target.split(['?', '#']).next().unwrap_or("/");
-    let (content_type, body) = match path {
-        "/" | "/players.html" | "/index.html" => ("text/html; charset=utf-8", &pages.html),
-        "/players.json" => ("application/json", &pages.json),
+    let document = path
+        .strip_prefix('/')
+        .and_then(|p| p.strip_prefix(pages.stem));
+    let (content_type, body) = match (path, document) {
+        ("/" | "/index.html", _) | (_, Some(".html")) => ("text/html; charset=utf-8", &pages.html),
+        (_, Some(".json")) => ("application/json", &pages.json),
         _ => return error_response(404, "Not Found"),
     };
     (
@@ -230,6 +246,7 @@ mod tests {
         Pages {
             html: "<html>list</html>".into(),
             json: "{}".into(),
+            stem: "players",
         }
     }
 
@@ -250,6 +267,18 @@ mod tests {
         assert!(text.contains("application/json"));
         assert_eq!(status("GET /etc/passwd HTTP/1.1\r\n\r\n").0, 404);
         assert_eq!(status("GET /../players.html HTTP/1.1\r\n\r\n").0, 404);
+        assert_eq!(status("GET /servers.html HTTP/1.1\r\n\r\n").0, 404);
+        let servers = Pages {
+            stem: "servers",
+            ..pages()
+        };
+        let get =
+            |path: &str| respond(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes(), &servers).0;
+        assert_eq!(
+            (get("/servers.html"), get("/servers.json"), get("/")),
+            (200, 200, 200)
+        );
+        assert_eq!(get("/players.html"), 404);
     }
 
     #[test]

@@ -1,20 +1,24 @@
-//! The servers' I/O driver: one thread, one mio event loop, around a [`SlotServerCore`].
+//! The servers' I/O driver: one thread, one mio event loop, around a [`TextServerCore`] (the
+//! slot/gameserver's [`SlotServerCore`] or the masterserver's `MasterCore`).
 //!
 //! It owns the sockets: the TCP listener of the text protocol, the optional HTTP listener
-//! (player list as HTML and JSON), and the optional UDP socket of a [`UdpService`] (the
-//! gameserver's forwarding). It feeds the core what arrives, carries out the core's actions
-//! (bounded, non-blocking writes; a client that does not read is dropped), publishes the HTML
-//! and JSON files (replaced atomically), and stops gracefully when `stop` becomes true.
+//! (the list as HTML and JSON), the optional UDP socket of a [`UdpService`] (the gameserver's
+//! forwarding), and the outgoing connections to masterservers ([`MasterLinks`], when
+//! [`RuntimeConfig::registration`] is set). It feeds the core what arrives, carries out the
+//! core's actions (bounded, non-blocking writes; a client that does not read is dropped),
+//! renders the published pages lazily (at most once per file write or HTTP request, however
+//! often the list changes), publishes the HTML and JSON files (replaced atomically), tells the
+//! masterservers the player count, and stops gracefully when `stop` becomes true (sending
+//! `remove me` to the masterservers first).
 //!
 //! It must never decide protocol questions (who gets which line or slot is the core's job) and
-//! never block: every socket is non-blocking and every wait is bounded.
+//! never block: every socket is non-blocking and every wait is bounded. No step of the loop
+//! costs time in proportion to the number of idle connections (a masterserver holds 10,000).
 //!
-//! Extension points: [`RuntimeConfig`] is built with [`RuntimeConfig::new`] and updated with
-//! struct-update syntax, so new optional fields (e.g. masterservers to register with) break no
-//! caller; a registration client would be driven from the same loop as the UDP service
-//! (roster changes in, lines out, its own timer in the wake-up computation).
+//! [`RuntimeConfig`] is built with [`RuntimeConfig::new`] and updated with struct-update syntax,
+//! so new optional fields break no caller.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr};
 use std::path::PathBuf;
@@ -30,9 +34,10 @@ use crate::error::{ErrorCode, NetError, NetResult};
 use super::bans::BanList;
 use super::html;
 use super::http::{HttpConnection, Pages};
-use super::listing::ServerListing;
+use super::master_links::{MasterLinks, RegistrationSettings, ServerIdentity, MAX_MASTERS};
 use super::outbuf::{OutBuffer, DEFAULT_OUT_LIMIT};
 use super::slots::{ConnId, RosterChange, ServerAction, SlotServerCore};
+use super::text_core::TextServerCore;
 
 /// The gameserver's UDP side, driven by the runtime (sans-IO, like the core).
 pub trait UdpService: Send {
@@ -66,8 +71,11 @@ pub struct RuntimeConfig {
     pub json_file: Option<PathBuf>,
     /// The ban file, loaded at start (replacing the core's list) and re-read when it changes.
     pub ban_file: Option<PathBuf>,
-    /// "slotserver" or "gameserver": shown in logs and lists.
+    /// "slotserver", "gameserver" or "masterserver": shown in logs and lists, and told to
+    /// masterservers.
     pub kind: &'static str,
+    /// Masterservers to register with (a slot- or gameserver), if any.
+    pub registration: Option<RegistrationSettings>,
 }
 
 impl RuntimeConfig {
@@ -81,6 +89,7 @@ impl RuntimeConfig {
             json_file: None,
             ban_file: None,
             kind,
+            registration: None,
         }
     }
 }
@@ -127,7 +136,9 @@ pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> NetResult<()> {
 const TCP_LISTENER: Token = Token(0);
 const HTTP_LISTENER: Token = Token(1);
 const UDP_SOCKET: Token = Token(2);
-const FIRST_CONN_TOKEN: usize = 3;
+/// The masterserver links use the tokens from here on, one each.
+const FIRST_LINK_TOKEN: usize = 3;
+const FIRST_CONN_TOKEN: usize = FIRST_LINK_TOKEN + MAX_MASTERS;
 
 /// Bytes read from one connection before others get their turn.
 const READ_BUDGET: usize = 64 * 1024;
@@ -150,18 +161,34 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 /// Largest datagram received or sent.
 const MAX_DATAGRAM: usize = 65_536;
 
-/// Run the server until `stop` is true; `ready` is called with the bound addresses before the
-/// first connection is served.
+/// Run a slot- or gameserver until `stop` is true; `ready` is called with the bound addresses
+/// before the first connection is served.
 pub fn run(
     config: RuntimeConfig,
-    mut core: SlotServerCore,
+    core: SlotServerCore,
+    udp: Option<Box<dyn UdpService>>,
+    stop: Arc<AtomicBool>,
+    ready: impl FnOnce(BoundAddrs),
+) -> NetResult<RunSummary> {
+    run_core(config, core, udp, stop, ready)
+}
+
+/// Run any text-protocol core (the masterserver's too) until `stop` is true; `ready` is called
+/// with the bound addresses before the first connection is served.
+pub fn run_core<C: TextServerCore>(
+    config: RuntimeConfig,
+    mut core: C,
     udp: Option<Box<dyn UdpService>>,
     stop: Arc<AtomicBool>,
     ready: impl FnOnce(BoundAddrs),
 ) -> NetResult<RunSummary> {
     if let Some(path) = &config.ban_file {
-        *core.bans_mut() = BanList::load(path)
+        let bans = BanList::load(path)
             .map_err(|e| NetError::new(e.code, format!("ban file {}: {e}", path.display())))?;
+        core.set_bans(bans).map_err(NetError::invalid)?;
+    }
+    if let Some(settings) = &config.registration {
+        settings.validate()?;
     }
     let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
     let mut listener = TcpListener::bind(config.tcp)
@@ -218,21 +245,37 @@ pub fn run(
     log::info!(
         "{} '{}' listening on TCP {}{}{}",
         config.kind,
-        core.config().server_name,
+        core.display_name(),
         bound.tcp,
         bound.http.map_or(String::new(), |a| format!(", HTTP {a}")),
         bound.udp.map_or(String::new(), |a| format!(", UDP {a}")),
     );
+    let links = match &config.registration {
+        Some(settings) if !settings.masters.is_empty() => {
+            let identity = ServerIdentity {
+                name: core.display_name(),
+                kind: config.kind,
+                tcp_port: bound.tcp.port(),
+                udp_port: bound.udp.map_or(0, |a| a.port()),
+                max_players: core.occupancy().map_or(1, |(_, max)| max),
+            };
+            MasterLinks::new(settings, &identity, FIRST_LINK_TOKEN, Instant::now())?
+        }
+        _ => MasterLinks::none(),
+    };
     let mut driver = Driver {
         poll,
         core,
         udp,
+        links,
         listener: Some(listener),
         http_listener,
         text: HashMap::new(),
         http: HashMap::new(),
         next_token: FIRST_CONN_TOKEN,
         pages: Pages::default(),
+        pages_dirty: true,
+        pending: HashSet::new(),
         html_file: config.html_file.clone(),
         json_file: config.json_file.clone(),
         files_dirty: false,
@@ -314,16 +357,21 @@ struct RuntimeCounters {
     file_write_errors: u64,
 }
 
-struct Driver {
+struct Driver<C: TextServerCore> {
     poll: Poll,
-    core: SlotServerCore,
+    core: C,
     udp: Option<UdpEndpoint>,
+    links: MasterLinks,
     listener: Option<TcpListener>,
     http_listener: Option<TcpListener>,
     text: HashMap<Token, TextConn>,
     http: HashMap<Token, HttpConnection>,
     next_token: usize,
     pages: Pages,
+    /// The list changed since `pages` was rendered.
+    pages_dirty: bool,
+    /// Text connections with output queued, or closing: the only ones a flush looks at.
+    pending: HashSet<Token>,
     html_file: Option<PathBuf>,
     json_file: Option<PathBuf>,
     files_dirty: bool,
@@ -336,7 +384,7 @@ struct Driver {
     shutting_down: bool,
 }
 
-impl Driver {
+impl<C: TextServerCore> Driver<C> {
     /// The event loop, until `stop`.
     fn serve(&mut self, stop: &AtomicBool) -> NetResult<()> {
         let mut events = Events::with_capacity(256);
@@ -344,6 +392,8 @@ impl Driver {
         self.core.handle_timeout(now);
         self.refresh_pages(now);
         self.pump(now);
+        let occupancy = self.core.occupancy();
+        self.links.turn(now, self.poll.registry(), occupancy);
         while !stop.load(Ordering::SeqCst) {
             let timeout = self.next_wakeup(Instant::now());
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -375,6 +425,8 @@ impl Driver {
         self.run_timers(now);
         self.pump(now);
         self.flush_text(now);
+        let occupancy = self.core.occupancy();
+        self.links.turn(now, self.poll.registry(), occupancy);
         self.publish(now);
     }
 
@@ -385,12 +437,16 @@ impl Driver {
         {
             return Duration::ZERO;
         }
-        let text_deadlines = self.text.values().filter_map(|c| match c.state {
-            TextState::Open => None,
-            TextState::Closing { deadline } | TextState::Draining { deadline, .. } => {
-                Some(deadline)
-            }
-        });
+        let text_deadlines = self
+            .pending
+            .iter()
+            .filter_map(|t| self.text.get(t))
+            .filter_map(|c| match c.state {
+                TextState::Open => None,
+                TextState::Closing { deadline } | TextState::Draining { deadline, .. } => {
+                    Some(deadline)
+                }
+            });
         let http_deadlines = self.http.values().map(HttpConnection::deadline);
         let file_write = if self.files_dirty {
             self.next_file_write
@@ -400,6 +456,7 @@ impl Driver {
         let wake = [
             self.core.poll_timeout(),
             self.udp.as_ref().and_then(|u| u.service.poll_timeout()),
+            self.links.next_timeout(now),
             file_write,
             self.next_status_refresh,
         ]
@@ -425,7 +482,10 @@ impl Driver {
                 }
             }
             token if self.text.contains_key(&token) => self.read_text(now, token),
+            // Driven every turn.
+            token if self.links.owns(token) => {}
             token => {
+                self.ensure_pages();
                 if let Some(conn) = self.http.get_mut(&token) {
                     conn.drive(now, &self.pages);
                 }
@@ -537,6 +597,7 @@ impl Driver {
 
     /// Forget a connection's socket (closing it) and tell the core.
     fn drop_text(&mut self, now: Instant, token: Token, why: &str) {
+        self.pending.remove(&token);
         if let Some(mut conn) = self.text.remove(&token) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             log::debug!("connection {} from {}: {why}", token.0, conn.peer);
@@ -546,10 +607,11 @@ impl Driver {
 
     /// Write queued output; move closing connections along.
     fn flush_text(&mut self, now: Instant) {
-        let tokens: Vec<Token> = self.text.keys().copied().collect();
+        let tokens: Vec<Token> = self.pending.iter().copied().collect();
         let mut broke = false;
         for token in tokens {
             let Some(conn) = self.text.get_mut(&token) else {
+                self.pending.remove(&token);
                 continue;
             };
             let step = match conn.out.write_to(&mut conn.stream) {
@@ -572,6 +634,9 @@ impl Driver {
                     TextState::Closing { .. } | TextState::Draining { .. } => FlushStep::Nothing,
                 },
             };
+            if conn.out.is_empty() && conn.state == TextState::Open {
+                self.pending.remove(&token);
+            }
             match step {
                 FlushStep::Nothing => {}
                 FlushStep::Drop(why) => {
@@ -599,9 +664,7 @@ impl Driver {
             }
             while let Some(change) = self.core.poll_roster_change() {
                 progressed = true;
-                if let Some(udp) = self.udp.as_mut() {
-                    udp.service.roster(now, &change);
-                }
+                self.tell_udp_service(now, &change);
             }
             let silent: Vec<u8> = match self.udp.as_mut() {
                 Some(udp) => std::iter::from_fn(|| udp.service.poll_silent()).collect(),
@@ -630,23 +693,53 @@ impl Driver {
                 }
                 let mut bytes = line.into_bytes();
                 bytes.push(b'\n');
-                if !c.out.push(&bytes) {
-                    self.counters.slow_clients_dropped += 1;
-                    log::warn!("dropping {}: it does not read what it is sent", c.peer);
-                    self.drop_text(now, token, "output buffer full");
+                let queued = c.out.push(&bytes);
+                self.queued_or_drop(now, token, queued);
+            }
+            ServerAction::SendShared { conn, bytes } => {
+                let token = Token(conn as usize);
+                let Some(c) = self.text.get_mut(&token) else {
+                    return;
+                };
+                if c.state != TextState::Open {
+                    return;
                 }
+                let queued = c.out.push_shared(bytes);
+                self.queued_or_drop(now, token, queued);
             }
             ServerAction::Close { conn, reason } => {
-                if let Some(c) = self.text.get_mut(&Token(conn as usize)) {
+                let token = Token(conn as usize);
+                if let Some(c) = self.text.get_mut(&token) {
                     log::debug!("closing connection {conn} ({}): {reason}", c.peer);
                     if c.state == TextState::Open {
                         c.state = TextState::Closing {
                             deadline: now + CLOSE_LINGER,
                         };
                     }
+                    self.pending.insert(token);
                 }
             }
             ServerAction::ListChanged => self.refresh_pages(now),
+        }
+    }
+
+    /// Output was queued for `token` (flush it at the end of the turn), or could not be: the
+    /// client does not read what it is sent and is dropped.
+    fn queued_or_drop(&mut self, now: Instant, token: Token, queued: bool) {
+        if queued {
+            self.pending.insert(token);
+            return;
+        }
+        self.counters.slow_clients_dropped += 1;
+        if let Some(c) = self.text.get(&token) {
+            log::warn!("dropping {}: it does not read what it is sent", c.peer);
+        }
+        self.drop_text(now, token, "output buffer full");
+    }
+
+    fn tell_udp_service(&mut self, now: Instant, change: &RosterChange) {
+        if let Some(udp) = self.udp.as_mut() {
+            udp.service.roster(now, change);
         }
     }
 
@@ -666,6 +759,7 @@ impl Driver {
             .map(|(&t, _)| t)
             .collect();
         for token in expired {
+            self.ensure_pages();
             if let Some(conn) = self.http.get_mut(&token) {
                 conn.drive(now, &self.pages);
             }
@@ -763,6 +857,7 @@ impl Driver {
                 continue;
             }
             let mut conn = HttpConnection::new(stream, peer, now);
+            self.ensure_pages();
             conn.drive(now, &self.pages);
             self.http.insert(token, conn);
             self.reap_http(token);
@@ -789,33 +884,29 @@ impl Driver {
 
     // ----- published lists -----
 
-    fn listing(&self) -> ServerListing {
-        let config = self.core.config();
-        ServerListing {
-            server_name: config.server_name.clone(),
-            kind: self.kind.to_string(),
-            max_players: config.max_players,
-            players: self.core.players().cloned().collect(),
-            generated: SystemTime::now(),
-            status: self
-                .udp
-                .as_ref()
-                .map(|u| u.service.status_lines())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// Re-render the pages (served at once) and mark the files for rewriting.
+    /// The list changed: the pages are rendered again when next needed, and the files rewritten.
     fn refresh_pages(&mut self, now: Instant) {
-        let listing = self.listing();
-        self.pages = Pages {
-            html: html::render(&listing),
-            json: listing.to_json(),
-        };
+        self.pages_dirty = true;
         self.files_dirty = self.html_file.is_some() || self.json_file.is_some();
         if self.udp.is_some() {
             self.next_status_refresh = Some(now + STATUS_REFRESH);
         }
+    }
+
+    /// Render the pages if the list changed since they were rendered.
+    fn ensure_pages(&mut self) {
+        if !self.pages_dirty {
+            return;
+        }
+        self.pages_dirty = false;
+        let status = self
+            .udp
+            .as_ref()
+            .map(|u| u.service.status_lines())
+            .unwrap_or_default();
+        self.pages = self
+            .core
+            .render_pages(self.kind, &status, SystemTime::now());
     }
 
     fn publish(&mut self, now: Instant) {
@@ -828,6 +919,7 @@ impl Driver {
 
     fn write_files(&mut self) {
         self.files_dirty = false;
+        self.ensure_pages();
         let files = [
             (self.html_file.clone(), self.pages.html.clone()),
             (self.json_file.clone(), self.pages.json.clone()),
@@ -858,12 +950,14 @@ impl Driver {
             let _ = self.poll.registry().deregister(&mut listener);
         }
         let now = Instant::now();
+        self.links.leave(now, self.poll.registry());
         self.core.shutdown("server shutting down");
         self.pump(now);
         let deadline = now + SHUTDOWN_FLUSH;
         let mut events = Events::with_capacity(64);
-        while !self.text.is_empty() {
+        while !self.text.is_empty() || !self.links.all_finished() {
             let now = Instant::now();
+            self.links.turn(now, self.poll.registry(), None);
             self.flush_text(now);
             // Draining connections with nothing more to read are dropped now.
             let draining: Vec<Token> = self
@@ -875,7 +969,7 @@ impl Driver {
             for token in draining {
                 self.read_text(now, token);
             }
-            if self.text.is_empty() || now >= deadline {
+            if (self.text.is_empty() && self.links.all_finished()) || now >= deadline {
                 break;
             }
             let wait = deadline
@@ -892,6 +986,7 @@ impl Driver {
         for token in self.text.keys().copied().collect::<Vec<_>>() {
             self.drop_text(Instant::now(), token, "server shut down");
         }
+        self.links.close_all(self.poll.registry());
         self.refresh_pages(Instant::now());
         if self.files_dirty {
             self.write_files();
@@ -918,6 +1013,9 @@ impl Driver {
             ("udp_send_errors", c.udp_send_errors),
             ("file_writes", c.file_writes),
             ("file_write_errors", c.file_write_errors),
+            ("master_registrations", self.links.counters().registrations),
+            ("master_refusals", self.links.counters().refusals),
+            ("master_losses", self.links.counters().losses),
         ] {
             counters.push((name.to_string(), value));
         }

@@ -150,6 +150,12 @@ pub struct PlayerRecord {
 pub enum ServerAction {
     /// Send one line (the driver appends "\n").
     SendLine { conn: ConnId, line: String },
+    /// Send a block of ready lines (each ending in "\n") shared with other connections, e.g. the
+    /// masterserver's whole list; not counted against the connection's output limit.
+    SendShared {
+        conn: ConnId,
+        bytes: std::sync::Arc<[u8]>,
+    },
     /// Close the connection after sending what is queued for it; read nothing more from it.
     Close { conn: ConnId, reason: String },
     /// The player list changed (rewrite the HTML/JSON lists).

@@ -51,6 +51,12 @@ pub enum GameEvent {
     ServerMessage {
         text: String,
     },
+    /// A fetch of the masterservers' lists completed (`servers`, `NET_FetchServerList`):
+    /// `count` servers are listed now; `errors` names the masterservers that failed, if any.
+    ServerList {
+        count: u32,
+        errors: String,
+    },
 }
 
 impl GameEvent {
@@ -66,7 +72,8 @@ impl GameEvent {
             | GameEvent::Remote { slot, .. } => Some(*slot),
             GameEvent::Disconnected { .. }
             | GameEvent::Error { .. }
-            | GameEvent::ServerMessage { .. } => None,
+            | GameEvent::ServerMessage { .. }
+            | GameEvent::ServerList { .. } => None,
         }
     }
 }

@@ -113,6 +113,8 @@ pub struct LinkStats {
 struct InFlight {
     id: u32,
     origin: Option<u8>,
+    /// The owner's tag (see `queue_tagged`).
+    tag: u64,
     event: RemoteEvent,
     last_sent: Option<Instant>,
     acked: bool,
@@ -167,7 +169,7 @@ pub struct Link {
     sent: VecDeque<SentPacket>,
     next_reliable_id: u32,
     /// Events waiting for their first transmission, in creation order.
-    queued: VecDeque<(Option<u8>, RemoteEvent)>,
+    queued: VecDeque<(Option<u8>, u64, RemoteEvent)>,
     /// Reliable events sent and not yet acknowledged, by id.
     in_flight: VecDeque<InFlight>,
     // --- incoming ---
@@ -262,7 +264,9 @@ impl Link {
     pub fn has_new_events(&self) -> bool {
         match self.queued.front() {
             None => false,
-            Some((_, ev)) if ev.is_reliable() => self.in_flight.len() < self.config.max_in_flight,
+            Some((_, _, ev)) if ev.is_reliable() => {
+                self.in_flight.len() < self.config.max_in_flight
+            }
             Some(_) => true,
         }
     }
@@ -282,19 +286,25 @@ impl Link {
     /// Queue an event for this link; sent with the next packets, in order.
     /// Returns false (and keeps nothing) if the queue is full.
     pub fn queue_event(&mut self, event: RemoteEvent) -> bool {
-        self.queue_from(None, event)
+        self.queue_from(None, 0, event)
+    }
+
+    /// Queue an event with the owner's `tag` (given back by `outgoing_stream`; a session tags
+    /// the game's events with their serial number).
+    pub fn queue_tagged(&mut self, tag: u64, event: RemoteEvent) -> bool {
+        self.queue_from(None, tag, event)
     }
 
     /// Queue an event another player (`origin`) sent, for a relay (see `PacketMeta::relay`).
     pub fn queue_relayed(&mut self, origin: u8, event: RemoteEvent) -> bool {
-        self.queue_from(Some(origin), event)
+        self.queue_from(Some(origin), 0, event)
     }
 
-    fn queue_from(&mut self, origin: Option<u8>, event: RemoteEvent) -> bool {
+    fn queue_from(&mut self, origin: Option<u8>, tag: u64, event: RemoteEvent) -> bool {
         if self.queued.len() >= self.config.max_queued {
             return false;
         }
-        self.queued.push_back((origin, event));
+        self.queued.push_back((origin, tag, event));
         true
     }
 
@@ -312,7 +322,7 @@ impl Link {
                         .is_none_or(|t| now.saturating_duration_since(t) >= rto)
             })
             .map(|f| f.origin);
-        for origin in due.chain(self.queued.iter().map(|(o, _)| *o)) {
+        for origin in due.chain(self.queued.iter().map(|(o, _, _)| *o)) {
             if !origins.contains(&origin) {
                 origins.push(origin);
             }
@@ -328,13 +338,43 @@ impl Link {
             .filter(|f| !f.acked)
             .map(|f| f.event.clone());
         in_flight
-            .chain(self.queued.iter().map(|(_, e)| e.clone()))
+            .chain(self.queued.iter().map(|(_, _, e)| e.clone()))
             .collect()
+    }
+
+    /// The reliable events of this link's outgoing stream the other side may not have
+    /// delivered, with their reliable ids: everything from the oldest unacknowledged one on
+    /// (acknowledged ones after it may still wait in the other's reorder buffer), then the
+    /// queued ones with the ids they would get. Unreliable events are left out.
+    /// `then` are (tag, event) pairs the owner holds back for this link, numbered after the
+    /// queued ones. Each entry is (reliable id, tag, event).
+    pub fn outgoing_stream(&self, then: &[(u64, RemoteEvent)]) -> Vec<(u32, u64, RemoteEvent)> {
+        let mut next_id = self.next_reliable_id;
+        let waiting = self
+            .queued
+            .iter()
+            .map(|(_, tag, e)| (*tag, e))
+            .chain(then.iter().map(|(tag, e)| (*tag, e)));
+        let queued = waiting.filter(|(_, e)| e.is_reliable()).map(|(tag, e)| {
+            let id = next_id;
+            next_id = next_id.wrapping_add(1).max(1);
+            (id, tag, e.clone())
+        });
+        self.in_flight
+            .iter()
+            .map(|f| (f.id, f.tag, f.event.clone()))
+            .chain(queued)
+            .collect()
+    }
+
+    /// The last reliable id of the other side's stream delivered, in order (0: none yet).
+    pub fn delivered_id(&self) -> u32 {
+        self.next_expected_id.wrapping_sub(1)
     }
 
     /// Events waiting for their first transmission (position refresh edits them in place).
     pub fn queued_events_mut(&mut self) -> impl Iterator<Item = &mut RemoteEvent> {
-        self.queued.iter_mut().map(|(_, event)| event)
+        self.queued.iter_mut().map(|(_, _, event)| event)
     }
 
     // ----- what goes out -------------------------------------------------------------------
@@ -399,7 +439,7 @@ impl Link {
         }
         // New events in creation order (a relay packet takes only its origin's).
         let mut index = 0;
-        while let Some((origin, event)) = self.queued.get(index) {
+        while let Some((origin, _, event)) = self.queued.get(index) {
             if !wanted(*origin) {
                 index += 1;
                 continue;
@@ -416,12 +456,13 @@ impl Link {
             if !writer.push(&wire)? {
                 break;
             }
-            let (origin, event) = self.queued.remove(index).expect("index exists");
+            let (origin, tag, event) = self.queued.remove(index).expect("index exists");
             if let Some(id) = id {
                 self.next_reliable_id = self.next_reliable_id.wrapping_add(1).max(1);
                 self.in_flight.push_back(InFlight {
                     id,
                     origin,
+                    tag,
                     event,
                     last_sent: Some(now),
                     acked: false,

@@ -17,18 +17,21 @@
 pub mod events;
 pub mod link;
 pub mod players;
+pub mod resume;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, NetError, NetResult};
-use crate::rmev::{PlayerName, RemoteEvent, ShipState};
+use crate::rmev::{PlayerName, RemoteEvent, ResumeStep, ShipState};
 use crate::wire::{DecodedPacket, PacketType, WireEvent};
 use crate::Node;
 pub use events::GameEvent;
 pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
 pub use players::{ObjectOwners, Player, PlayerTable};
+use resume::{is_game_event, HOLD_LIMIT};
+pub use resume::{ParkedStream, ResumeState, ResumeStats};
 
 /// How long a player's old address must have been silent before its packets may come from a
 /// new one (NAT rebinding); while the old address is alive, a second source is an impostor.
@@ -51,6 +54,9 @@ pub fn may_rebind(
         && link.is_fresh(sequence)
         && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
 }
+
+/// Most earlier tokens of other players remembered (see `Session::retired_tokens`).
+const MAX_RETIRED_TOKENS: usize = 64;
 
 /// Most state updates kept for a tap that is not read.
 const STATE_TAP_LIMIT: usize = 4096;
@@ -138,6 +144,19 @@ struct Remote {
     tick_served: u64,
     /// A JOIN/UNJOIN transition to announce with the next packet.
     pending_kind: Option<PacketType>,
+    /// Mesh: the RE_RESUME hello is still to be queued (with the first packet, when the
+    /// session knows its earlier tokens).
+    hello_due: bool,
+    /// The game's events for this remote held back (and since when) until its answer says
+    /// what to send again first (see `resume`).
+    held: Option<(Vec<(u64, RemoteEvent)>, Instant)>,
+    /// The parked streams with this remote found from its hello (oldest first), waiting for
+    /// its answers.
+    resuming: Vec<ParkedStream>,
+    /// Its answers so far: (its token, this side's token, delivered id) per old link.
+    answers: Vec<(u32, u32, u32)>,
+    /// The session's serial when this remote was added (later events went to it).
+    added_at_serial: u64,
 }
 
 /// The game loop of a connected client.
@@ -162,6 +181,13 @@ pub struct Session {
     deliveries: Vec<Delivery>,
     /// Remote state updates, kept only while someone taps them (demo recording).
     state_tap: Option<VecDeque<(u8, ShipState)>>,
+    /// Streams of links that ended, and this side's earlier tokens (mesh).
+    resume: ResumeState,
+    /// Events queued by `queue_event` so far, across the sessions of one backend switch chain
+    /// (the serial of each, see `resume`).
+    game_event_serial: u64,
+    /// Tokens players left behind (their hellos listed them): never seated again.
+    retired_tokens: VecDeque<u32>,
     stats: SessionStats,
 }
 
@@ -221,6 +247,9 @@ impl Session {
             protocol_events: VecDeque::new(),
             deliveries: Vec::new(),
             state_tap: None,
+            resume: ResumeState::default(),
+            game_event_serial: 0,
+            retired_tokens: VecDeque::new(),
             stats: SessionStats::default(),
         }
     }
@@ -237,6 +266,11 @@ impl Session {
 
     pub fn my_name(&self) -> &PlayerName {
         &self.my_name
+    }
+
+    /// A star session (gameserver): one link, to the server.
+    pub fn is_star(&self) -> bool {
+        self.star
     }
 
     pub fn is_joined(&self) -> bool {
@@ -257,6 +291,68 @@ impl Session {
 
     pub fn stats(&self) -> &SessionStats {
         &self.stats
+    }
+
+    /// Parked streams and the resumption counters.
+    pub fn resume_state(&self) -> &ResumeState {
+        &self.resume
+    }
+
+    /// What the next session should pick up after this one ends for a backend switch: the
+    /// streams parked so far plus every current link's, and this session's token as an earlier
+    /// one. The session itself is left as it is (it still says goodbye).
+    pub fn resume_state_for_next(&self) -> ResumeState {
+        let mut state = self.resume.clone();
+        if !self.star {
+            for remote in &self.remotes {
+                Self::park_remote(&mut state, remote, self.my_token, self.game_event_serial);
+            }
+        }
+        state.note_my_token(self.my_token);
+        state.next_serial = self.game_event_serial;
+        state
+    }
+
+    /// Pick up what an earlier session left (see `resume_state_for_next`); call right after
+    /// the session is created, before any player is added.
+    pub fn set_resume_state(&mut self, state: ResumeState) {
+        self.game_event_serial = self.game_event_serial.max(state.next_serial);
+        self.resume = state;
+    }
+
+    /// Park what `remote` has not got: the streams of an unfinished resumption with it as they
+    /// were, then its link's.
+    fn park_remote(resume: &mut ResumeState, remote: &Remote, my_token: u32, serial: u64) {
+        for parked in &remote.resuming {
+            resume.park(parked.clone());
+        }
+        resume.park(Self::link_stream(remote, my_token, serial));
+    }
+
+    /// What `remote`'s link has not got through; `serial` is the session's serial now.
+    fn link_stream(remote: &Remote, my_token: u32, serial: u64) -> ParkedStream {
+        let held = remote.held.as_ref().map_or(&[][..], |(events, _)| events);
+        let stream = remote.link.outgoing_stream(held);
+        // Events the session numbered (tag 0: the session's own hello and answers) before the
+        // oldest one not acknowledged in order were delivered.
+        let delivered_below = stream
+            .iter()
+            .map(|(_, tag, _)| *tag)
+            .find(|tag| *tag != 0)
+            .unwrap_or(serial + 1);
+        let outgoing = stream
+            .into_iter()
+            .filter(|(_, tag, event)| *tag != 0 && is_game_event(event))
+            .collect();
+        ParkedStream {
+            my_token,
+            peer_token: remote.token,
+            outgoing,
+            first_serial: remote.added_at_serial + 1,
+            delivered_below,
+            delivered: remote.link.delivered_id(),
+            parked_at: remote.last_heard,
+        }
     }
 
     pub fn config(&self) -> &SessionConfig {
@@ -306,7 +402,10 @@ impl Session {
 
     /// Reliable events not yet acknowledged on any link.
     pub fn unacknowledged(&self) -> usize {
-        self.remotes.iter().map(|r| r.link.unacknowledged()).sum()
+        self.remotes
+            .iter()
+            .map(|r| r.link.unacknowledged() + r.held.as_ref().map_or(0, |(h, _)| h.len()))
+            .sum()
     }
 
     // ----- setup by the protocol -----------------------------------------------------------
@@ -322,7 +421,13 @@ impl Session {
         name: PlayerName,
         joined: bool,
     ) {
-        if slot == self.my_slot {
+        if slot == self.my_slot
+            || self.resume.earlier_tokens().as_slice().contains(&token)
+            || self.retired_tokens.contains(&token)
+        {
+            // Not a player: this client itself, its own earlier session, or another player's
+            // earlier session (it said so in its hello), still listed by someone who has not
+            // yet heard it leave.
             return;
         }
         let previous = self.players.insert(Player {
@@ -339,8 +444,9 @@ impl Session {
         let same_player = previous.as_ref().is_some_and(|p| p.token == token);
         if !self.star && !same_player {
             self.remotes.retain(|r| r.slot != Some(slot));
-            self.remotes
-                .push(Remote::new(Some(slot), node, token, self.config.link, now));
+            let mut remote = Remote::new(Some(slot), node, token, self.config.link, now);
+            remote.added_at_serial = self.game_event_serial;
+            self.remotes.push(remote);
             // Everything this client already said (its name, its join) is repeated to a newcomer.
             self.greet(slot);
         }
@@ -370,7 +476,16 @@ impl Session {
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
         if self.players.remove(slot).is_some() {
-            self.remotes.retain(|r| r.slot != Some(slot));
+            if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
+                let remote = self.remotes.remove(index);
+                // It may come back (a backend switch, a dropout): keep what it has not got.
+                Self::park_remote(
+                    &mut self.resume,
+                    &remote,
+                    self.my_token,
+                    self.game_event_serial,
+                );
+            }
             self.owners.forget_slot(slot);
             self.events.push_back(GameEvent::PlayerDisconnected {
                 slot,
@@ -462,12 +577,21 @@ impl Session {
                 _ => self.owners.created(id, self.my_slot),
             }
         }
+        let full = || {
+            NetError::new(
+                ErrorCode::Full,
+                "outgoing event queue full (the other side is not acknowledging)",
+            )
+        };
+        let limit = self.config.link.max_queued;
+        self.game_event_serial += 1;
+        let serial = self.game_event_serial;
         for remote in &mut self.remotes {
-            if !remote.link.queue_event(event.clone()) {
-                return Err(NetError::new(
-                    ErrorCode::Full,
-                    "outgoing event queue full (the other side is not acknowledging)",
-                ));
+            match remote.held.as_mut() {
+                Some((held, _)) if held.len() >= limit => return Err(full()),
+                Some((held, _)) => held.push((serial, event.clone())),
+                None if !remote.link.queue_tagged(serial, event.clone()) => return Err(full()),
+                None => {}
             }
         }
         Ok(())
@@ -627,6 +751,14 @@ impl Session {
                 }
                 Delivery::Event {
                     origin: Some(origin),
+                    event: RemoteEvent::Resume(step),
+                } => {
+                    if !self.star {
+                        self.handle_resume(origin, step);
+                    }
+                }
+                Delivery::Event {
+                    origin: Some(origin),
                     event,
                 } => {
                     self.stats.events_received += 1;
@@ -638,6 +770,142 @@ impl Session {
         }
         self.deliveries = deliveries;
         Ok(())
+    }
+
+    /// RE_RESUME from the player in `slot` (see `resume`).
+    fn handle_resume(&mut self, slot: u8, step: ResumeStep) {
+        if let ResumeStep::Hello(tokens) = step {
+            // The same player under an earlier token, still seated (its goodbye was lost, it
+            // came back at a new address): it has left; what it was owed is parked for it now.
+            let stale: Vec<(u8, u32)> = self
+                .remotes
+                .iter()
+                .filter(|r| r.slot != Some(slot) && tokens.as_slice().contains(&r.token))
+                .filter_map(|r| Some((r.slot?, r.token)))
+                .collect();
+            for (old, _) in stale {
+                self.remove_player(old, "came back at a new address");
+            }
+            for token in tokens.as_slice() {
+                if !self.retired_tokens.contains(token) {
+                    if self.retired_tokens.len() == MAX_RETIRED_TOKENS {
+                        self.retired_tokens.pop_front();
+                    }
+                    self.retired_tokens.push_back(*token);
+                }
+            }
+        }
+        let earlier = self.resume.earlier_tokens();
+        let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == Some(slot)) else {
+            return;
+        };
+        match step {
+            ResumeStep::Hello(tokens) => {
+                // Our hello goes first: the other side reads it before our answers.
+                if std::mem::take(&mut remote.hello_due) {
+                    remote
+                        .link
+                        .queue_event(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+                }
+                let mut candidates = vec![remote.token];
+                candidates.extend_from_slice(tokens.as_slice());
+                let mut answered = Vec::new();
+                for parked in self.resume.take_all_matching(&candidates) {
+                    remote
+                        .link
+                        .queue_event(RemoteEvent::Resume(ResumeStep::Answer {
+                            yours: parked.peer_token,
+                            mine: parked.my_token,
+                            delivered: parked.delivered,
+                        }));
+                    answered.push((parked.peer_token, parked.my_token));
+                    self.resume.remember_receipt(&parked);
+                    remote.resuming.push(parked);
+                }
+                // Old links answered before to an identity that left before reading it.
+                for receipt in self.resume.receipts_matching(&candidates) {
+                    if !answered.contains(&(receipt.peer_token, receipt.my_token)) {
+                        remote
+                            .link
+                            .queue_event(RemoteEvent::Resume(ResumeStep::Answer {
+                                yours: receipt.peer_token,
+                                mine: receipt.my_token,
+                                delivered: receipt.delivered,
+                            }));
+                    }
+                }
+                remote
+                    .link
+                    .queue_event(RemoteEvent::Resume(ResumeStep::Done));
+            }
+            ResumeStep::Answer {
+                yours,
+                mine,
+                delivered,
+            } => remote.answers.push((yours, mine, delivered)),
+            ResumeStep::Done => {
+                // Every event owed over the old links and held for this one, each once, in the
+                // order the game queued them (serial order); minus what one of the old links
+                // delivered (the same event can sit in several of them: it was queued while
+                // the player had two identities here).
+                let mut owed = Vec::new();
+                let mut delivered_ranges = Vec::new();
+                let streams = std::mem::take(&mut remote.resuming);
+                let count = streams.len();
+                for parked in streams {
+                    let answer = remote
+                        .answers
+                        .iter()
+                        .find(|(yours, mine, _)| {
+                            *yours == parked.my_token && *mine == parked.peer_token
+                        })
+                        .map(|(_, _, delivered)| *delivered);
+                    // No answer: the other side kept nothing of that link, so it never had it
+                    // (it parks every link it had for as long as this side does): it got none
+                    // of it.
+                    let first = parked.first_serial;
+                    let watermark = parked.settle(answer.unwrap_or(0), &mut owed);
+                    delivered_ranges.push((first, watermark));
+                }
+                let delivered = |serial: u64| {
+                    delivered_ranges
+                        .iter()
+                        .any(|(first, last)| (*first..=*last).contains(&serial))
+                };
+                owed.retain(|(serial, _)| !delivered(*serial));
+                let carried = owed.len();
+                if let Some((held, _)) = remote.held.take() {
+                    owed.extend(
+                        held.into_iter()
+                            .filter(|(serial, e)| !is_game_event(e) || !delivered(*serial)),
+                    );
+                }
+                owed.sort_by_key(|(serial, _)| *serial);
+                owed.dedup_by_key(|(serial, _)| *serial);
+                for (serial, event) in owed {
+                    // Bounded like the held queue.
+                    let _ = remote.link.queue_tagged(serial, event);
+                }
+                if count > 0 {
+                    log::info!(
+                        "session: slot {:?} came back; {carried} events sent again",
+                        remote.slot
+                    );
+                    self.resume.count_resumed(count, carried);
+                }
+                remote.answers.clear();
+            }
+        }
+    }
+
+    /// Send what was held back for `remote`, in order, after whatever was carried.
+    fn release_held(remote: &mut Remote) {
+        if let Some((held, _)) = remote.held.take() {
+            for (serial, event) in held {
+                // The held queue was bounded by the same limit.
+                let _ = remote.link.queue_tagged(serial, event);
+            }
+        }
     }
 
     /// A packet from an unknown address: the player it claims to be moved there (NAT rebinding),
@@ -717,6 +985,13 @@ impl Session {
     /// destination and length. Call until it returns None.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
         self.advance_tick(now);
+        let earlier = self.resume.earlier_tokens();
+        for remote in self.remotes.iter_mut().filter(|r| r.hello_due) {
+            remote.hello_due = false;
+            remote
+                .link
+                .queue_event(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+        }
         let count = self.remotes.len();
         for step in 0..count {
             let index = (self.next_remote + step) % count;
@@ -811,6 +1086,15 @@ impl Session {
             if let Some(t) = remote.link.next_retransmit(remote.last_heard) {
                 consider(t);
             }
+            if let Some((_, since)) = remote.held {
+                consider(since + HOLD_LIMIT);
+            }
+            if remote.hello_due {
+                consider(remote.last_heard);
+            }
+        }
+        if let Some(t) = self.resume.next_expiry() {
+            consider(t);
         }
         if self.joined
             && self
@@ -827,6 +1111,25 @@ impl Session {
     /// whether the server went silent (star).
     pub fn handle_timeout(&mut self, now: Instant) -> (Vec<u8>, bool) {
         self.advance_tick(now);
+        self.resume.expire(now);
+        for remote in &mut self.remotes {
+            if remote
+                .held
+                .as_ref()
+                .is_some_and(|(_, since)| now.saturating_duration_since(*since) >= HOLD_LIMIT)
+            {
+                log::warn!(
+                    "session: no RE_RESUME answer from slot {:?} in time; sending on",
+                    remote.slot
+                );
+                for parked in std::mem::take(&mut remote.resuming) {
+                    self.resume.count_dropped(parked.outgoing.len());
+                }
+                remote.answers.clear();
+                self.resume.count_hold_timeout();
+                Self::release_held(remote);
+            }
+        }
         let timeout = self.config.peer_timeout;
         let silent: Vec<(Option<u8>, usize)> = self
             .remotes
@@ -882,6 +1185,13 @@ impl Remote {
             state_version_sent: 0,
             tick_served: 0,
             pending_kind: None,
+            hello_due: slot.is_some(),
+            // Any newcomer may be someone coming back under a new token: the game's events for
+            // it wait for its answer, so what was parked for it goes first (see `resume`).
+            held: slot.is_some().then(|| (Vec::new(), now)),
+            resuming: Vec::new(),
+            answers: Vec::new(),
+            added_at_serial: 0,
         }
     }
 }

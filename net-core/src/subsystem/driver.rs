@@ -151,6 +151,7 @@ impl Subsystem {
             server: server.clone(),
             game_port,
             resolve: resolver(&backend),
+            resume: self.carry_resume.take().map(Arc::new),
         };
         self.protocol_mut("connect")?.connect(now, params)?;
         self.last_target = target.map(str::to_string);
@@ -250,15 +251,16 @@ impl Subsystem {
             return self.switch_backend(spec);
         }
         let target = self.last_target.clone();
-        // What the game queued that the others have not acknowledged goes out again in the
-        // session found over the new backend.
-        let carried = self
-            .protocol
-            .as_ref()
-            .and_then(|p| p.session())
-            .map(Session::unacknowledged_game_events)
-            .unwrap_or_default();
-        self.carry_over.extend(carried);
+        // What the game queued that the others have not delivered goes out in the session
+        // found over the new backend: per player, exactly what it misses (mesh, see
+        // `session::resume`), or what the server has not acknowledged (star).
+        if let Some(session) = self.protocol.as_ref().and_then(|p| p.session()) {
+            if session.is_star() {
+                self.carry_over.extend(session.unacknowledged_game_events());
+            } else {
+                self.carry_resume = Some(session.resume_state_for_next());
+            }
+        }
         self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
         self.maintain(now);
         let switched = self.switch_backend(spec);
@@ -313,13 +315,34 @@ impl Subsystem {
             log::debug!("maintain: flush: {err}");
         }
         self.take_protocol_output(now);
+        if let Some(event) = self.server_list.maintain(now) {
+            self.game.deliver(now, event);
+        }
         self.game.advance_playback(now);
+    }
+
+    /// Give a new star session the events the one before a backend switch did not get
+    /// acknowledged, as soon as it exists (mesh sessions get theirs at creation, see
+    /// `ConnectParams::resume`).
+    fn hand_over_carried(
+        protocol: &mut Box<dyn ClientProtocol>,
+        carry_over: &mut Vec<RemoteEvent>,
+    ) {
+        let Some(session) = protocol.session_mut() else {
+            return;
+        };
+        for event in carry_over.drain(..) {
+            if let Err(err) = session.queue_event(event) {
+                log::warn!("an event carried over a backend switch was not queued: {err}");
+            }
+        }
     }
 
     fn send_transmits(&mut self, now: Instant, options: &str) {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
+        Self::hand_over_carried(protocol, &mut self.carry_over);
         let max = self
             .packets
             .backend()
@@ -386,15 +409,7 @@ impl Subsystem {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
-        if !self.carry_over.is_empty() {
-            if let Some(session) = protocol.session_mut() {
-                for event in self.carry_over.drain(..) {
-                    if let Err(err) = session.queue_event(event) {
-                        log::warn!("an event carried over a backend switch was not queued: {err}");
-                    }
-                }
-            }
-        }
+        Self::hand_over_carried(protocol, &mut self.carry_over);
         while let Some(event) = protocol.poll_event() {
             self.game.deliver(now, event);
         }

@@ -6,6 +6,7 @@
 //! calls (`connect`, ..., `maintain`), and the console (`console_exec`).
 
 mod driver;
+pub mod server_list;
 pub mod settings;
 mod stream;
 
@@ -52,7 +53,12 @@ pub struct Subsystem {
     stream: Option<stream::LineStream>,
     /// Game events to send again once a new session exists (after a backend switch).
     carry_over: Vec<crate::rmev::RemoteEvent>,
+    /// What a mesh session left for the next one across a backend switch (see
+    /// `session::resume`).
+    carry_resume: Option<crate::session::ResumeState>,
     transmit_buf: Vec<u8>,
+    /// The masterservers' server list (`servers`, `NET_FetchServerList`).
+    server_list: server_list::ServerListClient,
 }
 
 impl Subsystem {
@@ -71,7 +77,9 @@ impl Subsystem {
             last_target: None,
             stream: None,
             carry_over: Vec::new(),
+            carry_resume: None,
             transmit_buf: vec![0; 65_536],
+            server_list: server_list::ServerListClient::default(),
         };
         match loader::load(&BackendSpec::Name("udp".into())) {
             Ok(backend) => sub.packets.select(backend),
@@ -113,6 +121,11 @@ impl Subsystem {
 
     pub fn packets(&self) -> &PacketLayer {
         &self.packets
+    }
+
+    /// The latest server list and the fetch renewing it.
+    pub fn server_list(&self) -> &server_list::ServerListClient {
+        &self.server_list
     }
 
     pub fn input_errors(&self) -> &InputErrors {

@@ -30,7 +30,7 @@ pub enum DecodeProblem {
     ZeroAck,
     /// A session token is 0.
     ZeroToken,
-    /// The event type byte is not 1-11.
+    /// The event type byte is not 1-13.
     UnknownEventType(u8),
     /// The reliable flag is clear on an event type that is always reliable.
     BadReliableFlag,

@@ -8,8 +8,8 @@
 use super::cursor::{Reader, Writer};
 use super::error::{DecodeError, DecodeProblem, EncodeError};
 use crate::rmev::{
-    ConnectRequest, CustomData, EventType, PlayerListEntry, RemoteEvent, ShortText,
-    MAX_CUSTOM_DATA, MAX_LIST_ID, MAX_SLOTS,
+    ConnectRequest, CustomData, EarlierTokens, EventType, PlayerListEntry, RemoteEvent, ResumeStep,
+    ShortText, MAX_CUSTOM_DATA, MAX_EARLIER_TOKENS, MAX_LIST_ID, MAX_SLOTS,
 };
 use crate::Node;
 
@@ -21,6 +21,12 @@ pub const RELIABLE_ID_LEN: usize = 4;
 pub const EVENT_FLAG_RELIABLE: u8 = 1 << 0;
 /// Player-list entry flag bit 0: the player is joined.
 pub const PLAYER_FLAG_JOINED: u8 = 1 << 0;
+/// RE_RESUME step byte: a hello (earlier tokens follow).
+pub const RESUME_HELLO: u8 = 1;
+/// RE_RESUME step byte: an answer (two tokens and a delivered id follow).
+pub const RESUME_ANSWER: u8 = 2;
+/// RE_RESUME step byte: the answers are complete (nothing follows).
+pub const RESUME_DONE: u8 = 3;
 /// Size of a node on the wire.
 pub const NODE_LEN: usize = 32;
 
@@ -46,7 +52,8 @@ pub fn fixed_body_len(ty: EventType) -> Option<usize> {
         | EventType::PlayerName
         | EventType::PlayerList
         | EventType::ConnectQueue
-        | EventType::Custom => None,
+        | EventType::Custom
+        | EventType::Resume => None,
     }
 }
 
@@ -68,6 +75,9 @@ pub fn body_len(event: &RemoteEvent) -> usize {
                 .sum::<usize>()
         }
         RemoteEvent::Custom { data, .. } => 2 + 2 + data.as_bytes().len(),
+        RemoteEvent::Resume(ResumeStep::Hello(tokens)) => 1 + 1 + 4 * tokens.as_slice().len(),
+        RemoteEvent::Resume(ResumeStep::Answer { .. }) => 1 + 4 + 4 + 4,
+        RemoteEvent::Resume(ResumeStep::Done) => 1,
         other => fixed_body_len(other.event_type()).unwrap_or(0),
     }
 }
@@ -162,7 +172,12 @@ pub fn validate_event(ev: &WireEvent) -> Result<(), EncodeError> {
             Ok(())
         }
         RemoteEvent::ParticleObject { origin, .. } => finite(origin),
-        RemoteEvent::PlayerStatus { .. } => Ok(()),
+        RemoteEvent::Resume(ResumeStep::Answer { yours, mine, .. })
+            if *yours == 0 || *mine == 0 =>
+        {
+            Err(EncodeError::ZeroToken)
+        }
+        RemoteEvent::PlayerStatus { .. } | RemoteEvent::Resume(_) => Ok(()),
         RemoteEvent::PlayerList(entries) => {
             entry_count(entries.len())?;
             let mut seen = 0u32;
@@ -299,6 +314,27 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
             w.u8(u8::from(*joined))?;
             w.u8(*flag)
         }
+        RemoteEvent::Resume(ResumeStep::Hello(tokens)) => {
+            w.u8(RESUME_HELLO)?;
+            let tokens = tokens.as_slice();
+            // EarlierTokens holds at most MAX_EARLIER_TOKENS (4).
+            w.u8(tokens.len() as u8)?;
+            for token in tokens {
+                w.u32(*token)?;
+            }
+            Ok(())
+        }
+        RemoteEvent::Resume(ResumeStep::Answer {
+            yours,
+            mine,
+            delivered,
+        }) => {
+            w.u8(RESUME_ANSWER)?;
+            w.u32(*yours)?;
+            w.u32(*mine)?;
+            w.u32(*delivered)
+        }
+        RemoteEvent::Resume(ResumeStep::Done) => w.u8(RESUME_DONE),
         RemoteEvent::PlayerList(entries) => {
             w.u8(u8::try_from(entries.len()).map_err(|_| EncodeError::BadCount(entries.len()))?)?;
             for e in entries {
@@ -492,6 +528,31 @@ fn read_body(
             RemoteEvent::PlayerStatus {
                 joined,
                 flag: r.u8()?,
+            }
+        }
+        EventType::Resume => {
+            let at = r.offset();
+            match r.u8()? {
+                RESUME_HELLO => {
+                    let at = r.offset();
+                    let count = r.u8()?;
+                    if usize::from(count) > MAX_EARLIER_TOKENS {
+                        return Err(DecodeError::new(at, DecodeProblem::BadCount(count)));
+                    }
+                    let mut tokens = [0u32; MAX_EARLIER_TOKENS];
+                    for token in tokens.iter_mut().take(usize::from(count)) {
+                        *token = read_token(r)?;
+                    }
+                    let list = EarlierTokens::new(tokens.into_iter().take(usize::from(count)));
+                    RemoteEvent::Resume(ResumeStep::Hello(list))
+                }
+                RESUME_ANSWER => RemoteEvent::Resume(ResumeStep::Answer {
+                    yours: read_token(r)?,
+                    mine: read_token(r)?,
+                    delivered: r.u32()?,
+                }),
+                RESUME_DONE => RemoteEvent::Resume(ResumeStep::Done),
+                _ => return Err(DecodeError::new(at, DecodeProblem::ReservedBitsSet)),
             }
         }
         EventType::PlayerList => {

@@ -1,5 +1,6 @@
 //! One readable line per game event, as the console shows them (chat, joins, errors, objects).
 
+use net_core::master::format_table;
 use net_core::rmev::RemoteEvent;
 use net_core::session::GameEvent;
 use net_core::Subsystem;
@@ -29,6 +30,17 @@ pub fn describe(sub: &Subsystem, event: &GameEvent) -> String {
         GameEvent::PlayerName { slot, name } => format!("* player {slot} is called {name}"),
         GameEvent::Error { text } => format!("! {text}"),
         GameEvent::ServerMessage { text } => format!("[server] {text}"),
+        GameEvent::ServerList { count, errors } => {
+            let mut text = format!(
+                "* server list: {count} server{}\n{}",
+                if *count == 1 { "" } else { "s" },
+                format_table(sub.server_list().servers())
+            );
+            if !errors.is_empty() {
+                text.push_str(&format!("\n! {errors}"));
+            }
+            text
+        }
         GameEvent::Remote { slot, event } => {
             let from = who(sub, *slot);
             match event {

@@ -1,7 +1,7 @@
 //! `parsecnet gameserver`: runs the gameserver (design section 2.3.3) until SIGINT or SIGTERM:
 //! the slotserver's text protocol on TCP 6581, game packets on UDP 6522 relayed between the
 //! clients (distance filter, burst handling, alive counters), the player list over HTTP on 8581
-//! and in files.
+//! and in files, and the registration with up to three masterservers (`--master`).
 //!
 //! It only turns options into configurations and starts the runtime with the relay as its UDP
 //! service; the logic lives in `net_core::server` and `net_core::relay`.
@@ -19,8 +19,8 @@ use net_core::server::{
 };
 
 use crate::server_options::{
-    common_usage, install_server_logger, parse_common, read_messages, CommonOptions, Parsed,
-    ServerDefaults,
+    common_usage, install_server_logger, parse_common, read_messages, registration, CommonOptions,
+    Parsed, ServerDefaults,
 };
 
 const DEFAULTS: ServerDefaults = ServerDefaults {
@@ -129,14 +129,12 @@ fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
         html_file: o.html_file.clone(),
         json_file: o.json_file.clone(),
         ban_file: o.ban_file.clone(),
+        registration: registration(o),
         ..RuntimeConfig::new("gameserver", SocketAddr::new(o.bind, o.port))
     };
     install_server_logger();
     if !o.masters.is_empty() {
-        println!(
-            "note: masterserver registration is not implemented yet; {} will not be told about this server",
-            o.masters.join(", ")
-        );
+        println!("registering with masterserver {}", o.masters.join(", "));
     }
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop).map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@ mod console_cli;
 mod demo;
 mod event_text;
 mod gameserver_cli;
+mod masterserver_cli;
 mod server_options;
 mod slotserver_cli;
 
@@ -18,6 +19,7 @@ commands:
   console [--exec \"CMD; CMD\"]   run console commands (interactive without --exec)
   slotserver [options]          run a slotserver (slotserver --help: its options)
   gameserver [options]          run a gameserver (gameserver --help: its options)
+  masterserver [options]        run a masterserver (masterserver --help: its options)
   demo [--duration S]           a local match on loopback showing the layers at work
   help                           this text";
 
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         "demo" => demo::run_demo(rest),
         "slotserver" => slotserver_cli::run(rest),
         "gameserver" => gameserver_cli::run(rest),
+        "masterserver" => masterserver_cli::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -1,6 +1,7 @@
-//! Command-line options shared by the server subcommands (`slotserver`, and later `gameserver`
-//! and `masterserver`): parsing by hand with clear errors, the per-server defaults, reading the
-//! messages file, and the timestamped log output every server prints.
+//! Command-line options shared by the server subcommands (`slotserver` and `gameserver`; the
+//! `masterserver` uses the helpers): parsing by hand with clear errors, the per-server defaults,
+//! the masterserver registration settings, reading the messages file, and the timestamped log
+//! output every server prints.
 //!
 //! It only turns text into settings; it never opens a socket or starts a server.
 
@@ -9,8 +10,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use net_core::master::protocol::{validate_os, validate_url};
 use net_core::server::text_protocol::validate_name;
-use net_core::server::utc;
+use net_core::server::{utc, RegistrationSettings, MAX_MASTERS};
 
 /// What differs between the servers' command lines.
 pub struct ServerDefaults {
@@ -40,6 +42,12 @@ pub struct CommonOptions {
     pub json_file: Option<PathBuf>,
     /// Masterservers to register with, as `HOST:PORT`.
     pub masters: Vec<String>,
+    /// The OS told to masterservers.
+    pub os: String,
+    /// The URL told to masterservers (`-`: none).
+    pub url: String,
+    /// How often the player count is re-sent to masterservers as a keep-alive.
+    pub master_keepalive: Duration,
     pub idle_timeout: Duration,
     pub handshake_timeout: Duration,
     pub max_per_address: usize,
@@ -59,6 +67,9 @@ impl CommonOptions {
             html_file: None,
             json_file: None,
             masters: Vec::new(),
+            os: net_core::server::master_links::default_os(),
+            url: "-".to_string(),
+            master_keepalive: Duration::from_secs(60),
             idle_timeout: Duration::ZERO,
             handshake_timeout: Duration::from_secs(30),
             max_per_address: 20,
@@ -83,7 +94,11 @@ options:
   --ban-file FILE          banned addresses and networks (re-read when it changes)
   --html FILE              write the player list as HTML to FILE (replaced atomically)
   --json FILE              write the player list as JSON to FILE (replaced atomically)
-  --master HOST[:PORT]     masterserver to register with (repeatable; default port {master})
+  --master HOST[:PORT]     masterserver to register with (up to {masters}; default port {master})
+  --url URL                page about this server, linked in masterserver lists (default -: none)
+  --os OS                  OS told to masterservers (default {os})
+  --master-keepalive S     re-send the player count to masterservers every S seconds
+                           (default 60; 0: only on changes)
   --idle-timeout S         remove a joined player silent for S seconds (default 0: never)
   --handshake-timeout S    close a connection not joined, or a line not finished, within S
                            seconds (default 30; 0: never)
@@ -94,6 +109,8 @@ options:
         port = d.port,
         http = d.http_port,
         master = MASTER_PORT,
+        masters = MAX_MASTERS,
+        os = net_core::server::master_links::default_os(),
     )
 }
 
@@ -103,6 +120,15 @@ pub struct ArgCursor<'a> {
 }
 
 impl<'a> ArgCursor<'a> {
+    pub fn new(args: &'a [String]) -> Self {
+        ArgCursor { args: args.iter() }
+    }
+
+    /// The next argument (an option name), if any.
+    pub fn next_flag(&mut self) -> Option<&'a str> {
+        self.args.next().map(String::as_str)
+    }
+
     pub fn value(&mut self, flag: &str) -> Result<&'a str, String> {
         self.args
             .next()
@@ -156,7 +182,26 @@ pub fn parse_common(
             "--ban-file" => o.ban_file = Some(PathBuf::from(cursor.value(flag)?)),
             "--html" => o.html_file = Some(PathBuf::from(cursor.value(flag)?)),
             "--json" => o.json_file = Some(PathBuf::from(cursor.value(flag)?)),
-            "--master" => o.masters.push(parse_master(cursor.value(flag)?)?),
+            "--master" => {
+                if o.masters.len() >= MAX_MASTERS {
+                    return Err(format!("--master: at most {MAX_MASTERS} masterservers"));
+                }
+                o.masters.push(parse_master(cursor.value(flag)?)?);
+            }
+            "--url" => {
+                let url = cursor.value(flag)?;
+                o.url = validate_url(url).map_err(|_| {
+                    format!(
+                        "--url: '{url}' must be 1-127 printable ASCII characters without spaces"
+                    )
+                })?;
+            }
+            "--os" => {
+                let os = cursor.value(flag)?;
+                o.os = validate_os(os)
+                    .map_err(|_| format!("--os: '{os}' must be 1-31 printable ASCII characters"))?;
+            }
+            "--master-keepalive" => o.master_keepalive = seconds(flag, cursor.value(flag)?)?,
             "--idle-timeout" => o.idle_timeout = seconds(flag, cursor.value(flag)?)?,
             "--handshake-timeout" => o.handshake_timeout = seconds(flag, cursor.value(flag)?)?,
             "--max-per-address" => o.max_per_address = positive(flag, cursor.value(flag)?)?,
@@ -196,8 +241,21 @@ fn parse_master(text: &str) -> Result<String, String> {
     Ok(format!("{host}:{port}"))
 }
 
+/// The registration settings for the runtime (`None` without `--master`).
+pub fn registration(o: &CommonOptions) -> Option<RegistrationSettings> {
+    if o.masters.is_empty() {
+        return None;
+    }
+    Some(RegistrationSettings {
+        os: o.os.clone(),
+        url: o.url.clone(),
+        keepalive: o.master_keepalive,
+        ..RegistrationSettings::new(o.masters.clone())
+    })
+}
+
 /// Seconds (fractions allowed), 0 to one day.
-fn seconds(flag: &str, text: &str) -> Result<Duration, String> {
+pub fn seconds(flag: &str, text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
         Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
         _ => Err(format!(
@@ -206,7 +264,8 @@ fn seconds(flag: &str, text: &str) -> Result<Duration, String> {
     }
 }
 
-fn positive(flag: &str, text: &str) -> Result<usize, String> {
+/// A count 1 to 1,000,000.
+pub fn positive(flag: &str, text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
         _ => Err(format!("{flag}: '{text}' is not a number 1-1000000")),
@@ -317,6 +376,10 @@ mod tests {
         assert_eq!(o.masters, vec!["master.example:6502", "[::1]:7000"]);
         assert_eq!(o.idle_timeout, Duration::from_millis(1500));
         assert_eq!(o.http_port, None);
+        let r = registration(&o).expect("registration settings");
+        assert_eq!(r.masters, o.masters);
+        assert_eq!(r.url, "-");
+        assert!(registration(&parse(&[]).unwrap()).is_none());
     }
 
     #[test]
@@ -331,6 +394,14 @@ mod tests {
             ),
             (&["--bind", "nowhere"][..], "--bind"),
             (&["--master", "host:port"][..], "--master"),
+            (
+                &[
+                    "--master", "a", "--master", "b", "--master", "c", "--master", "d",
+                ][..],
+                "at most 3",
+            ),
+            (&["--url", "http://a b"][..], "--url"),
+            (&["--os", &"x".repeat(32)][..], "--os"),
             (&["--idle-timeout", "-1"][..], "--idle-timeout"),
             (&["--frobnicate"][..], "unknown option '--frobnicate'"),
         ] {

@@ -1,5 +1,6 @@
 //! `parsecnet slotserver`: runs the slotserver (design section 2.3.2) until SIGINT or SIGTERM:
-//! the text protocol on TCP 6582, the player list over HTTP on 8582 and in files.
+//! the text protocol on TCP 6582, the player list over HTTP on 8582 and in files, and the
+//! registration with up to three masterservers (`--master`).
 //!
 //! It only turns options into a configuration and starts the runtime; the protocol lives in
 //! `net_core::server`.
@@ -14,8 +15,8 @@ use net_core::server::{
 };
 
 use crate::server_options::{
-    common_usage, install_server_logger, parse_common, read_messages, CommonOptions, Parsed,
-    ServerDefaults,
+    common_usage, install_server_logger, parse_common, read_messages, registration, CommonOptions,
+    Parsed, ServerDefaults,
 };
 
 const DEFAULTS: ServerDefaults = ServerDefaults {
@@ -71,14 +72,12 @@ fn serve(o: &CommonOptions) -> Result<(), String> {
         html_file: o.html_file.clone(),
         json_file: o.json_file.clone(),
         ban_file: o.ban_file.clone(),
+        registration: registration(o),
         ..RuntimeConfig::new("slotserver", SocketAddr::new(o.bind, o.port))
     };
     install_server_logger();
     if !o.masters.is_empty() {
-        println!(
-            "note: masterserver registration is not implemented yet; {} will not be told about this server",
-            o.masters.join(", ")
-        );
+        println!("registering with masterserver {}", o.masters.join(", "));
     }
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop).map_err(|e| e.to_string())?;

@@ -492,6 +492,7 @@ impl PeerProtocol {
             self.stats.packets_ignored += 1;
             return;
         };
+        let resume = self.params.as_mut().and_then(|p| p.resume.take());
         let params = self.params.clone().expect("params while active");
         self.my_node = me.node;
         let node_eq = node_eq_of(&params.order);
@@ -505,6 +506,9 @@ impl PeerProtocol {
             },
             now,
         );
+        if let Some(state) = resume {
+            session.set_resume_state(Arc::unwrap_or_clone(state));
+        }
         for entry in list.iter().filter(|e| e.token != my_token) {
             let node = if entry.token == packet.header.token {
                 from
@@ -964,6 +968,11 @@ impl PeerProtocol {
         } else {
             self.rejoins_left - 1
         };
+        // What the session owed the others, and its token as an earlier one, go on to the next
+        // session (see `session::resume`).
+        if let Some(session) = self.session.as_ref() {
+            params.resume = Some(Arc::new(session.resume_state_for_next()));
+        }
         let _ = self.disconnect(now, reason);
         // A fresh token, derived so it differs from the old one.
         params.token = params.token.rotate_left(13) ^ 0x9E37_79B9;
@@ -993,6 +1002,7 @@ impl PeerProtocol {
     // ----- timers ----------------------------------------------------------------------------
 
     fn become_master(&mut self, now: Instant) {
+        let resume = self.params.as_mut().and_then(|p| p.resume.take());
         let params = self.params.clone().expect("params while active");
         self.stats.times_master += 1;
         let node_eq = node_eq_of(&params.order);
@@ -1006,6 +1016,9 @@ impl PeerProtocol {
             },
             now,
         );
+        if let Some(state) = resume {
+            session.set_resume_state(Arc::unwrap_or_clone(state));
+        }
         let mut next_slot = 1u8;
         let mut refused = Vec::new();
         for entry in self.queue.iter_mut() {

@@ -1,0 +1,136 @@
+//! Host name resolution that never blocks the caller: an IP literal is answered at once; a name
+//! is looked up on a short-lived helper thread and the answer is picked up by polling. Used by
+//! the server runtime (masterservers to register with) and by the game's server browser, whose
+//! loops must never wait for DNS.
+//!
+//! It never connects anything and never keeps a thread past its one lookup.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+
+/// Split `HOST:PORT` (IPv6 as `[ADDR]:PORT`; `HOST` alone gets `default_port`).
+pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), String> {
+    let bad = || format!("'{text}' is not HOST[:PORT]");
+    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(bad);
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(bad)?;
+        match after.strip_prefix(':') {
+            Some(p) => (host.to_string(), port(p)?),
+            None if after.is_empty() => (host.to_string(), default_port),
+            None => return Err(bad()),
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h.to_string(), port(p)?),
+            Some(_) if text.parse::<IpAddr>().is_ok() => (text.to_string(), default_port),
+            Some(_) => return Err(bad()),
+            None => (text.to_string(), default_port),
+        }
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad());
+    }
+    Ok((host, port))
+}
+
+/// One lookup in progress (or already answered).
+#[derive(Debug)]
+pub struct PendingResolve {
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Ready(Result<SocketAddr, String>),
+    Waiting(Receiver<Result<SocketAddr, String>>),
+    Taken,
+}
+
+impl PendingResolve {
+    /// Start resolving `host` (a name or an IP literal) with `port`.
+    pub fn start(host: &str, port: u16) -> PendingResolve {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return PendingResolve {
+                state: State::Ready(Ok(SocketAddr::new(ip, port))),
+            };
+        }
+        let (tx, rx) = mpsc::channel();
+        let name = host.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("parsec-resolve".into())
+            .spawn(move || {
+                let result = (name.as_str(), port)
+                    .to_socket_addrs()
+                    .map_err(|e| format!("cannot resolve {name}: {e}"))
+                    .and_then(|mut addrs| {
+                        addrs.next().ok_or_else(|| format!("{name} has no address"))
+                    });
+                let _ = tx.send(result);
+            });
+        let state = match spawned {
+            Ok(_) => State::Waiting(rx),
+            Err(e) => State::Ready(Err(format!("cannot start resolving {host}: {e}"))),
+        };
+        PendingResolve { state }
+    }
+
+    /// The answer once it is there (given once; `None` before and after).
+    pub fn poll(&mut self) -> Option<Result<SocketAddr, String>> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Ready(result) => Some(result),
+            State::Waiting(rx) => match rx.try_recv() {
+                Ok(result) => Some(result),
+                Err(TryRecvError::Empty) => {
+                    self.state = State::Waiting(rx);
+                    None
+                }
+                Err(TryRecvError::Disconnected) => Some(Err("name lookup failed".to_string())),
+            },
+            State::Taken => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_host_and_port() {
+        assert_eq!(
+            split_host_port("a.example", 6502),
+            Ok(("a.example".into(), 6502))
+        );
+        assert_eq!(
+            split_host_port("a.example:7", 6502),
+            Ok(("a.example".into(), 7))
+        );
+        assert_eq!(split_host_port("[::1]:9", 6502), Ok(("::1".into(), 9)));
+        assert_eq!(split_host_port("[::1]", 6502), Ok(("::1".into(), 6502)));
+        assert_eq!(split_host_port("::1", 6502), Ok(("::1".into(), 6502)));
+        for bad in ["", "a:0", "a:x", "[::1", "a b:1", "a:b:c"] {
+            assert!(split_host_port(bad, 6502).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn literals_are_answered_at_once() {
+        let mut r = PendingResolve::start("127.0.0.1", 6502);
+        assert_eq!(r.poll(), Some(Ok("127.0.0.1:6502".parse().unwrap())));
+        assert_eq!(r.poll(), None);
+    }
+
+    #[test]
+    fn names_are_answered_later_without_blocking() {
+        let mut r = PendingResolve::start("localhost", 6502);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let answer = loop {
+            if let Some(answer) = r.poll() {
+                break answer;
+            }
+            assert!(std::time::Instant::now() < deadline, "no answer");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert_eq!(answer.map(|a| a.port()), Ok(6502));
+    }
+}

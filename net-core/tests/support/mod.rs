@@ -1,0 +1,2 @@
+//! Helpers shared by the simulated tests (each test file includes this module).
+pub mod peer_node;

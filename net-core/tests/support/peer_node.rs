@@ -1,0 +1,111 @@
+//! A peer-to-peer node in the network simulator (`net_core::sim`): the peer protocol machine
+//! plus the events it gave the game, shared by the simulated peer tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use net_core::protocol::peer::{PeerProtocol, PeerTimings};
+use net_core::protocol::{ClientProtocol, ConnectParams};
+use net_core::rmev::PlayerName;
+use net_core::session::{GameEvent, ResumeState, SessionConfig};
+use net_core::sim::{self, Endpoint, Rng, Transmit};
+use net_core::Node;
+
+pub struct PeerNode {
+    pub proto: PeerProtocol,
+    /// The simulated network node (address) it uses.
+    pub index: usize,
+    pub events: Vec<GameEvent>,
+    buf: Vec<u8>,
+}
+
+impl PeerNode {
+    pub fn new(index: usize) -> PeerNode {
+        PeerNode {
+            proto: PeerProtocol::new(PeerTimings::default()),
+            index,
+            events: Vec::new(),
+            buf: vec![0; 1400],
+        }
+    }
+
+    pub fn drain(&mut self) {
+        while let Some(event) = self.proto.poll_event() {
+            self.events.push(event);
+        }
+    }
+
+    pub fn connect(&mut self, now: Instant, token: u32) {
+        self.connect_resuming(now, token, None);
+    }
+
+    /// Connect, picking up what an earlier session left (a backend switch).
+    pub fn connect_resuming(&mut self, now: Instant, token: u32, resume: Option<ResumeState>) {
+        let params = ConnectParams {
+            target: None,
+            broadcast: Some(sim::broadcast_node()),
+            local_node: sim::node(self.index),
+            name: PlayerName::new(format!("p{}", self.index).as_bytes()).unwrap(),
+            token,
+            order: Arc::new(sim::compare_nodes),
+            session: SessionConfig::default(),
+            server: None,
+            game_port: 0,
+            resolve: Arc::new(|_, _| None),
+            resume: resume.map(Arc::new),
+        };
+        self.proto.connect(now, params).expect("connect starts");
+    }
+
+    pub fn slot(&self) -> Option<u8> {
+        self.proto.session().map(|s| s.my_slot())
+    }
+
+    pub fn token(&self) -> Option<u32> {
+        self.proto.session().map(|s| s.my_token())
+    }
+
+    pub fn errors(&self) -> Vec<&str> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                GameEvent::Error { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Endpoint for PeerNode {
+    fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
+        self.proto.handle_datagram(now, from, data);
+        self.drain();
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.proto.handle_timeout(now);
+        self.drain();
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let (to, len) = self.proto.poll_transmit(now, &mut self.buf)?;
+        Some(Transmit {
+            to,
+            data: self.buf[..len].to_vec(),
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.proto.poll_timeout()
+    }
+}
+
+pub fn random_token(rng: &mut Rng) -> u32 {
+    loop {
+        let t = rng.next_u64() as u32;
+        if t != 0 {
+            return t;
+        }
+    }
+}
