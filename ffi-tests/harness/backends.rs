@@ -1,10 +1,31 @@
 //! The backends the harness builds: the real C backend `libparsec_backend_unixdgram.so` and the
-//! deliberately broken ones of `c/bad/`, plus a text file named like a library.
+//! deliberately broken ones of `c/bad/`, plus a text file named like a library; and where cargo
+//! put the Rust backends (IPX).
 
 use std::path::PathBuf;
 
 use crate::compile::shared_object;
 use crate::paths::paths;
+
+/// The directory holding the Rust backend `libparsec_backend_NAME.so` that cargo built (the newest
+/// of `target/<profile>/` and its `deps/`), for `PARSEC_NET_BACKEND_PATH`; a panic saying how to
+/// build it if it is missing.
+pub fn built_backend_dir(name: &str) -> PathBuf {
+    let profile = &paths().profile_dir;
+    let file = format!("libparsec_backend_{name}.so");
+    let modified = |p: &PathBuf| p.metadata().ok()?.modified().ok();
+    [profile.clone(), profile.join("deps")]
+        .into_iter()
+        .filter_map(|dir| modified(&dir.join(&file)).map(|t| (t, dir)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, dir)| dir)
+        .unwrap_or_else(|| {
+            panic!(
+                "{file} not found in {} or its deps/: build it with `cargo build --workspace`",
+                profile.display()
+            )
+        })
+}
 
 /// File name of the C backend, as the loader looks it up for `net.api unixdgram`.
 pub const UNIXDGRAM_FILE: &str = "libparsec_backend_unixdgram.so";

@@ -1,0 +1,183 @@
+//! The numbered series of reliable custom events that `peer_game --control --series-ms MS`
+//! sends (type 600, the number as 4 bytes little-endian, then the sender's name): what each game
+//! says it queued (its `SERIES` lines: the number, the library's answer, and who was seated in
+//! its game at that moment), what each game received, and the comparison of the two for every
+//! sender and receiver: numbers lost, received more than once, out of order, or never sent.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::peer::{fields, parse, GameRun};
+
+/// Custom event type of the series.
+pub const SERIES_TYPE: u32 = 600;
+
+/// One number the library accepted (`rc=0`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Queued {
+    pub n: u32,
+    /// The names of the other players seated in the sender's game when it queued the number.
+    pub seated: Vec<String>,
+}
+
+/// What one game's `SERIES` lines say.
+#[derive(Clone, Debug, Default)]
+pub struct SentSeries {
+    /// The accepted numbers, in order.
+    pub queued: Vec<Queued>,
+    /// How many attempts the library refused, by result code.
+    pub refused: BTreeMap<i32, usize>,
+    /// A number that was skipped or repeated after being accepted (the game's own rule is
+    /// 0, 1, 2, ...), as a message.
+    pub gap: Option<String>,
+}
+
+/// Read the `SERIES` lines of `stdout`.
+pub fn sent(stdout: &str) -> SentSeries {
+    let mut series = SentSeries::default();
+    for line in stdout.lines() {
+        let Some(rest) = line.strip_prefix("SERIES ") else {
+            continue;
+        };
+        let f = fields(rest);
+        let get = |key: &str| {
+            f.iter()
+                .find(|(k, _)| k == key)
+                .map_or("", |(_, v)| v.as_str())
+        };
+        let (Ok(n), Ok(rc)) = (get("n").parse::<u32>(), get("rc").parse::<i32>()) else {
+            series
+                .gap
+                .get_or_insert(format!("unreadable line {line:?}"));
+            continue;
+        };
+        if rc != 0 {
+            *series.refused.entry(rc).or_default() += 1;
+            continue;
+        }
+        if n as usize != series.queued.len() {
+            series.gap.get_or_insert(format!(
+                "number {n} accepted after {} numbers",
+                series.queued.len()
+            ));
+        }
+        let seated = get("to")
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        series.queued.push(Queued { n, seated });
+    }
+    series
+}
+
+/// The series numbers a game received (its stdout), by sender name, in the order they arrived.
+pub fn received(stdout: &str) -> HashMap<String, Vec<u32>> {
+    let mut out: HashMap<String, Vec<u32>> = HashMap::new();
+    for event in &parse(stdout).events {
+        if event.kind != "CUSTOM" || event.custom != SERIES_TYPE || event.data.len() < 4 {
+            continue;
+        }
+        let n = u32::from_le_bytes([event.data[0], event.data[1], event.data[2], event.data[3]]);
+        let sender = String::from_utf8_lossy(&event.data[4..]).into_owned();
+        out.entry(sender).or_default().push(n);
+    }
+    out
+}
+
+/// How the series of one sender reached one receiver.
+#[derive(Clone, Debug, Default)]
+pub struct Delivery {
+    pub sender: String,
+    pub receiver: String,
+    /// How many numbers the sender's library accepted.
+    pub queued: usize,
+    /// Accepted while the receiver was seated in the sender's game, never received.
+    pub lost_while_seated: Vec<u32>,
+    /// Accepted while the receiver was not in the sender's game (e.g. it was switching and
+    /// finding the game again), never received.
+    pub lost_while_absent: Vec<u32>,
+    /// Received more than once: (number, times).
+    pub duplicates: Vec<(u32, usize)>,
+    /// A number received after a higher one: (earlier, later).
+    pub out_of_order: Vec<(u32, u32)>,
+    /// Received but never accepted by the sender's library.
+    pub never_sent: Vec<u32>,
+    /// How many of the sender's series events the receiver got (duplicates included).
+    pub received: usize,
+}
+
+impl Delivery {
+    /// One line saying what went wrong (or that nothing did).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} -> {}: {} queued, {} received; lost while seated {:?}, not delivered while \
+             absent {:?}, duplicates {:?}, out of order {:?}, never sent {:?}",
+            self.sender,
+            self.receiver,
+            self.queued,
+            self.received,
+            self.lost_while_seated,
+            self.lost_while_absent,
+            self.duplicates,
+            self.out_of_order,
+            self.never_sent
+        )
+    }
+}
+
+/// Compare what every finished game of `runs` queued with what every other received.
+pub fn deliveries(runs: &[GameRun]) -> Vec<Delivery> {
+    let games: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r.name.as_str(), r.output.stdout.as_str()))
+        .collect();
+    compare(&games)
+}
+
+/// Compare what every game `(name, stdout)` queued with what every other received.
+pub fn compare(games: &[(&str, &str)]) -> Vec<Delivery> {
+    let sent: Vec<SentSeries> = games.iter().map(|(_, out)| sent(out)).collect();
+    let got: Vec<HashMap<String, Vec<u32>>> = games.iter().map(|(_, out)| received(out)).collect();
+    let mut out = Vec::new();
+    for (s, (sender, _)) in games.iter().enumerate() {
+        for (r, (receiver, _)) in games.iter().enumerate() {
+            if s == r {
+                continue;
+            }
+            let arrived = got[r].get(*sender).cloned().unwrap_or_default();
+            let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+            for n in &arrived {
+                *counts.entry(*n).or_default() += 1;
+            }
+            let mut delivery = Delivery {
+                sender: sender.to_string(),
+                receiver: receiver.to_string(),
+                queued: sent[s].queued.len(),
+                received: arrived.len(),
+                ..Delivery::default()
+            };
+            for queued in &sent[s].queued {
+                match counts.get(&queued.n) {
+                    None if queued.seated.iter().any(|n| n == receiver) => {
+                        delivery.lost_while_seated.push(queued.n)
+                    }
+                    None => delivery.lost_while_absent.push(queued.n),
+                    Some(&times) if times > 1 => delivery.duplicates.push((queued.n, times)),
+                    Some(_) => {}
+                }
+            }
+            delivery.never_sent = counts
+                .keys()
+                .copied()
+                .filter(|n| *n as usize >= sent[s].queued.len())
+                .collect();
+            delivery.out_of_order = arrived
+                .windows(2)
+                .filter(|pair| pair[1] < pair[0])
+                .map(|pair| (pair[0], pair[1]))
+                .collect();
+            out.push(delivery);
+        }
+    }
+    out
+}

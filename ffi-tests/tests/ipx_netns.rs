@@ -1,0 +1,433 @@
+//! `c/peer_game.c` over the IPX backend (issue 7 acceptance), each game in its own network
+//! namespace on a private bridged LAN (`harness/netns.rs`): raw IPX frames on the namespace's
+//! `eth0`, which two programs on one interface could not exchange. Needs root; without it the
+//! tests print SKIPPED and pass.
+//!
+//! - Three peers start with `net.api ipx` and connect with no address: they find each other by
+//!   IPX broadcast, take three distinct slots they all agree on, and each gets every other's
+//!   name, join, chat line, state and remote events. Each socket's node carries its namespace's
+//!   `eth0` MAC.
+//! - Three peers start on UDP (broadcast on the LAN) and reach the game; then, while every game
+//!   keeps queueing a numbered series of reliable custom events, each switches to IPX with
+//!   `net.api ipx` (it sees DISCONNECTED and CONNECTED and finds the two others again), they
+//!   chat, each switches back with `net.api udp`, finds the others again, and they chat again.
+//!   Every number the library accepted while the receiver was in the sender's game must arrive
+//!   exactly once; duplicates (a receiver that had the event but had not acknowledged it gets
+//!   it again), numbers queued while the receiver was away, and reordering are reported, not
+//!   failed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use parsec_net_ffi_tests::backends::built_backend_dir;
+use parsec_net_ffi_tests::live::LiveGame;
+use parsec_net_ffi_tests::netns::{unavailable, Lan};
+use parsec_net_ffi_tests::peer::{
+    check_all_met, check_met_each_other, check_ran_well, game_args, parse, run_together, GameRun,
+};
+use parsec_net_ffi_tests::series::{compare, deliveries, sent};
+use parsec_net_ffi_tests::Build;
+
+/// How long a game may take to meet the others (about a second with the timings below).
+const DURATION_MS: u64 = 15_000;
+const TIMEOUT: Duration = Duration::from_secs(25);
+/// How long a switched game may take to find the others again.
+const REFIND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a chat line may take to arrive.
+const TEXT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the last series numbers may take to arrive once the series stops.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
+const QUIT_TIMEOUT: Duration = Duration::from_secs(15);
+/// A series number every this many milliseconds.
+const SERIES_MS: &str = "20";
+/// The games switch one after another, this far apart (as players would, not all at once).
+const SWITCH_STAGGER: Duration = Duration::from_millis(100);
+/// How long the games play (and send the series) between switches, once they have chatted.
+const DWELL: Duration = Duration::from_millis(500);
+
+/// Faster peer-to-peer timings than the defaults (the LAN answers in well under a millisecond).
+fn fast_peer_timings() -> Vec<String> {
+    vec![
+        "net.peer.connect_interval 100".into(),
+        "net.peer.slot_interval 150".into(),
+        "net.peer.reply_wait 50".into(),
+    ]
+}
+
+/// Skip (print why and return true) unless namespaces can be used.
+fn skip() -> bool {
+    match unavailable() {
+        Some(why) => {
+            println!("SKIPPED: needs root for network namespaces and raw IPX frames ({why})");
+            true
+        }
+        None => false,
+    }
+}
+
+/// The game of host `i` of `lan`, with the IPX backend findable by name.
+fn game_command(lan: &Lan, i: usize, program: &Path, backends: &Path) -> Command {
+    let mut command = lan.command(i, program);
+    command.env("PARSEC_NET_BACKEND_PATH", backends);
+    command
+}
+
+/// The MAC address of `eth0` in namespace `ns`, as an IPX node prints it (12 upper-case hex
+/// digits).
+fn mac_of_eth0(ns: &str) -> String {
+    let out = Command::new("ip")
+        .args(["-n", ns, "-o", "link", "show", "eth0"])
+        .output()
+        .unwrap_or_else(|e| panic!("ip -n {ns} link show eth0: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("link/ether ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|mac| mac.replace(':', "").to_uppercase())
+        .unwrap_or_else(|| panic!("no MAC address for eth0 in {ns}: {text}"))
+}
+
+/// The local node a game's `status` reports.
+fn local_node(status: &str) -> Option<&str> {
+    status
+        .split("local node ")
+        .nth(1)?
+        .split_whitespace()
+        .next()
+}
+
+#[test]
+fn three_peers_over_ipx_in_namespaces() {
+    if skip() {
+        return;
+    }
+    let program = Build::c("c/peer_game.c").build();
+    let backends = built_backend_dir("ipx");
+    let lan = Lan::create(3);
+    let names = ["ivy", "jon", "kim"];
+    let mut setup = vec!["net.ipx.interface eth0".to_string(), "net.api ipx".into()];
+    setup.extend(fast_peer_timings());
+    let games = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = game_command(&lan, i, &program, &backends);
+            command.args(game_args(name, &setup, None, 2, DURATION_MS, 1500));
+            (name.to_string(), command)
+        })
+        .collect();
+    let runs = run_together(games, TIMEOUT, false);
+    let slots = check_all_met(&runs);
+    let mut sorted = slots.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![0, 1, 2], "three players take slots 0-2");
+    for (i, run) in runs.iter().enumerate() {
+        let switched = run.report.execs.iter().any(|(rc, line, reply)| {
+            *rc == 0 && line == "net.api ipx" && reply.contains("packet backend ipx active")
+        });
+        if !switched {
+            run.fail("net.api ipx did not make IPX the active backend");
+        }
+        if !run.report.status.contains("backend: ipx") {
+            run.fail("status does not show the IPX backend at the end");
+        }
+        // NNNNNNNN:MAC:SSSS, with the MAC of the namespace's own eth0.
+        let node = local_node(&run.report.status).unwrap_or("");
+        let parts: Vec<&str> = node.split(':').collect();
+        let mac = mac_of_eth0(lan.namespace(i));
+        if parts.len() != 3 || parts[0].len() != 8 || parts[1] != mac || parts[2].len() != 4 {
+            run.fail(&format!(
+                "local node {node:?} is not an IPX node on eth0 (MAC {mac})"
+            ));
+        }
+        if !run
+            .report
+            .acts
+            .iter()
+            .any(|a| a.starts_with("connect rc=0"))
+        {
+            run.fail("did not connect with NETs_Connect() (no address)");
+        }
+        if run
+            .report
+            .execs
+            .iter()
+            .any(|(_, line, _)| line.starts_with("connect"))
+        {
+            run.fail("was given an address to connect to");
+        }
+        println!(
+            "{} ({node}) in slot {}, finished after {:?}",
+            run.name, slots[i], run.output.elapsed
+        );
+    }
+}
+
+/// In the stdout `lines` from a switch on: `Some(names)` once the game has seen DISCONNECTED and
+/// then CONNECTED, with the names of the other players seated since (`None` before that, or
+/// while it is disconnected again).
+fn seated_after_reconnect(lines: &[String]) -> Option<Vec<String>> {
+    let report = parse(&lines.join("\n"));
+    let left = report
+        .events
+        .iter()
+        .position(|e| e.kind == "DISCONNECTED")?;
+    let mut connected = false;
+    let mut seated: BTreeMap<i32, String> = BTreeMap::new();
+    for event in &report.events[left..] {
+        match event.kind.as_str() {
+            "CONNECTED" => {
+                connected = true;
+                seated.clear();
+            }
+            "DISCONNECTED" => {
+                connected = false;
+                seated.clear();
+            }
+            "PLAYER_CONNECTED" | "PLAYER_NAME" => {
+                seated.insert(event.player, event.text.clone());
+            }
+            "PLAYER_DISCONNECTED" => {
+                seated.remove(&event.player);
+            }
+            _ => {}
+        }
+    }
+    let mut names: Vec<String> = seated.into_values().collect();
+    names.sort();
+    connected.then_some(names)
+}
+
+/// Switch every game to `api`, one after another ([`SWITCH_STAGGER`] apart); each must see
+/// DISCONNECTED and CONNECTED, find the two others again, and show `api` as its backend; then
+/// each says "`words` NAME" and must hear the others'. How long finding each other took.
+fn switch_all(games: &mut [LiveGame], names: &[&str], api: &str, words: &str) -> Duration {
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let started = Instant::now();
+    for (i, game) in games.iter_mut().enumerate() {
+        if i > 0 {
+            std::thread::sleep(SWITCH_STAGGER);
+        }
+        game.send(&format!("net.api {api}"));
+    }
+    for (i, game) in games.iter().enumerate() {
+        let mut others: Vec<String> = names
+            .iter()
+            .filter(|n| **n != names[i])
+            .map(|n| n.to_string())
+            .collect();
+        others.sort();
+        let found = game.process.wait_until(REFIND_TIMEOUT, |lines| {
+            seated_after_reconnect(&lines[marks[i]..]).as_ref() == Some(&others)
+        });
+        if !found {
+            game.fail(&format!(
+                "after `net.api {api}` did not see DISCONNECTED, CONNECTED and {others:?} \
+                 seated again within {REFIND_TIMEOUT:?}"
+            ));
+        }
+    }
+    let refound = started.elapsed();
+    for (i, game) in games.iter_mut().enumerate() {
+        let lines = game.process.lines_from(marks[i]);
+        let report = parse(&lines.join("\n"));
+        let switched = report.execs.iter().any(|(rc, line, reply)| {
+            *rc == 0
+                && *line == format!("net.api {api}")
+                && reply.contains(&format!("packet backend {api} active"))
+        });
+        if !switched {
+            game.fail(&format!("`net.api {api}` did not succeed"));
+        }
+        let (_, status) = game.exec("status");
+        if !status.contains(&format!("backend: {api} ")) {
+            game.fail(&format!("status does not show the {api} backend: {status}"));
+        }
+    }
+    for (game, name) in games.iter_mut().zip(names) {
+        game.send(&format!("say {words} {name}"));
+    }
+    for (i, game) in games.iter().enumerate() {
+        for other in names.iter().filter(|n| **n != names[i]) {
+            let text = format!("text=\"{words} {other}\"");
+            let heard = game.process.wait_for_line(marks[i], TEXT_TIMEOUT, |l| {
+                l.starts_with("EVENT type=TEXT ") && l.ends_with(&text)
+            });
+            if heard.is_none() {
+                game.fail(&format!("did not hear \"{words} {other}\" over {api}"));
+            }
+        }
+    }
+    refound
+}
+
+#[test]
+fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
+    if skip() {
+        return;
+    }
+    let program = Build::c("c/peer_game.c").build();
+    let backends = built_backend_dir("ipx");
+    let lan = Lan::create(3);
+    let names = ["lea", "max", "noa"];
+    let mut setup = vec![
+        format!("net.udp.broadcast {}", lan.broadcast()),
+        "net.ipx.interface eth0".to_string(),
+    ];
+    setup.extend(fast_peer_timings());
+    let mut games: Vec<LiveGame> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = game_command(&lan, i, &program, &backends);
+            command.args(game_args(name, &setup, None, 2, DURATION_MS, 0));
+            command.args(["--control", "--series-ms", SERIES_MS]);
+            LiveGame::spawn(name, command, false)
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(Duration::from_millis(DURATION_MS)) {
+            game.fail("did not meet the others over UDP");
+        }
+    }
+    for game in games.iter_mut() {
+        game.send("@series on");
+    }
+    std::thread::sleep(DWELL);
+    let to_ipx = switch_all(&mut games, &names, "ipx", "over ipx from");
+    std::thread::sleep(DWELL);
+    let to_udp = switch_all(&mut games, &names, "udp", "back on udp from");
+    std::thread::sleep(DWELL);
+    for game in games.iter_mut() {
+        game.send("@series off");
+    }
+    for game in &games {
+        let stopped = game
+            .process
+            .wait_for_line(0, TEXT_TIMEOUT, |l| l == "CONTROL line=\"@series off\"");
+        if stopped.is_none() {
+            game.fail("did not read @series off");
+        }
+    }
+    // Give the last numbers time to arrive (and stop waiting early once they all have).
+    let drain_start = Instant::now();
+    while drain_start.elapsed() < DRAIN_TIMEOUT {
+        let outputs: Vec<(String, String)> = games
+            .iter()
+            .map(|g| (g.name().to_string(), g.process.stdout()))
+            .collect();
+        let views: Vec<(&str, &str)> = outputs
+            .iter()
+            .map(|(n, o)| (n.as_str(), o.as_str()))
+            .collect();
+        if compare(&views)
+            .iter()
+            .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let runs: Vec<GameRun> = games.into_iter().map(|g| g.quit(QUIT_TIMEOUT)).collect();
+
+    for run in &runs {
+        check_ran_well(run);
+        let series = sent(&run.output.stdout);
+        if let Some(gap) = &series.gap {
+            run.fail(&format!("its series is not 0, 1, 2, ...: {gap}"));
+        }
+        if let Some(code) = series.refused.keys().find(|c| **c != -12) {
+            run.fail(&format!(
+                "the library refused a series event with {code} (only NET_ERR_NOT_CONNECTED, \
+                 -12, while finding the game again, is expected)"
+            ));
+        }
+        println!(
+            "{}: {} series numbers queued, refused while not connected: {:?}",
+            run.name,
+            series.queued.len(),
+            series.refused
+        );
+    }
+    // Everything of the first game over UDP, before the switches.
+    check_met_each_other(&runs, &|_, _| true, &[]);
+
+    let all = deliveries(&runs);
+    let report: Vec<String> = all.iter().map(|d| d.describe()).collect();
+    println!(
+        "switched to IPX (all found again) in {to_ipx:?}, back to UDP in {to_udp:?}\n{}",
+        report.join("\n")
+    );
+    for d in &all {
+        if !d.duplicates.is_empty() {
+            println!(
+                "NOTE: {} got {} of {}'s numbers more than once: {:?}",
+                d.receiver,
+                d.duplicates.len(),
+                d.sender,
+                d.duplicates
+            );
+        }
+        if !d.lost_while_absent.is_empty() {
+            println!(
+                "NOTE: {} never got {:?} from {}: queued while {} was not in {}'s game (it had \
+                 left to switch, or not come back yet)",
+                d.receiver, d.lost_while_absent, d.sender, d.receiver, d.sender
+            );
+        }
+        if !d.out_of_order.is_empty() {
+            println!(
+                "NOTE: {} got {}'s numbers out of order: {:?}",
+                d.receiver, d.sender, d.out_of_order
+            );
+        }
+    }
+    let mut failed: Vec<String> = Vec::new();
+    for (d, line) in all.iter().zip(&report) {
+        if d.lost_while_seated.is_empty() && d.never_sent.is_empty() {
+            continue;
+        }
+        failed.push(line.clone());
+        let sender = runs
+            .iter()
+            .find(|r| r.name == d.sender)
+            .expect("a sender is one of the games");
+        for n in &d.lost_while_seated {
+            failed.push(format!(
+                "  {} queued {n}, then saw:\n{}",
+                d.sender,
+                what_followed(&sender.output.stdout, *n)
+            ));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "reliable custom events the library accepted while the receiver was in the sender's \
+         game never arrived (or numbers arrived that were never sent):\n{}",
+        failed.join("\n")
+    );
+}
+
+/// The sender's `SERIES` line for number `n` (accepted) and the events and console lines it
+/// printed next (up to the next accepted number), shortened: what happened around a lost one.
+fn what_followed(stdout: &str, n: u32) -> String {
+    let mark = format!("SERIES n={n} rc=0 ");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let Some(at) = lines.iter().position(|l| l.starts_with(&mark)) else {
+        return "    (no SERIES line)".into();
+    };
+    let next = format!("SERIES n={} rc=0 ", n + 1);
+    lines[at..]
+        .iter()
+        .take_while(|l| !l.starts_with(&next))
+        .filter(|l| !l.starts_with("SERIES ") || l.starts_with(&mark))
+        .take(8)
+        .map(|l| {
+            let shown: String = l.chars().take(160).collect();
+            format!("    {shown}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
