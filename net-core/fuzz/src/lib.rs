@@ -7,6 +7,8 @@ use std::ffi::{c_char, CString};
 
 use net_core::console::{completions, find_command, split_command, validate_line};
 use net_core::demo::{decode_demo, encode_item};
+use net_core::master::list_line::ListedServer;
+use net_core::master::protocol::{join_line, parse_request, players_line, MasterRequest};
 use net_core::packet_api::Conditions;
 use net_core::protocol::server_client::{parse_accepted, parse_update};
 use net_core::server::lines::{LineBuffer, MAX_LINE_LEN};
@@ -25,6 +27,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("client_lines", client_lines),
     ("console_parse", console_parse),
     ("node_parse", node_parse),
+    ("master_lines", master_lines),
 ];
 
 /// The game packet decoder: any bytes give a packet or an error, and an accepted packet
@@ -65,6 +68,28 @@ pub fn server_lines(data: &[u8]) {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = parse_client_line(text);
+    }
+}
+
+/// The masterserver's parser of request lines and the clients' parser of its list lines: what
+/// parses is written back to a line that parses to the same thing.
+pub fn master_lines(data: &[u8]) {
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    match parse_request(line) {
+        Ok(MasterRequest::Join(join)) => {
+            let again = parse_request(&join_line(&join)).expect("a written join parses");
+            assert_eq!(again, MasterRequest::Join(join));
+        }
+        Ok(MasterRequest::Players { players, max }) => {
+            let again = parse_request(&players_line(players, max)).expect("players parses");
+            assert_eq!(again, MasterRequest::Players { players, max });
+        }
+        Ok(_) | Err(_) => {}
+    }
+    if let Some(server) = ListedServer::parse_line(line) {
+        assert_eq!(ListedServer::parse_line(&server.to_line()), Some(server));
     }
 }
 
