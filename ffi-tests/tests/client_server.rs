@@ -345,11 +345,7 @@ fn three_c_clients_play_through_a_gameserver() {
     // between near ships), each sender's events in the order it sent them: the relay forwards
     // laser and missile creations first (design 2.3.3, burst handling) but takes the shooter's
     // earlier events along.
-    let agreed = check_met_each_other(
-        &runs,
-        &|i, j| near.contains(&i) && near.contains(&j),
-        &[],
-    );
+    let agreed = check_met_each_other(&runs, &|i, j| near.contains(&i) && near.contains(&j), &[]);
     assert_eq!(agreed, slots, "the slots the games connected in");
 }
 

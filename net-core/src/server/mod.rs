@@ -28,6 +28,7 @@ pub mod listing;
 pub mod master_links;
 pub mod outbuf;
 pub mod outgoing;
+pub mod rate;
 pub mod runtime;
 pub mod slots;
 pub mod text_core;
@@ -38,6 +39,7 @@ pub use bans::{BanEntry, BanList};
 pub use lines::{LineBuffer, LineFault};
 pub use listing::ServerListing;
 pub use master_links::{RegistrationSettings, MAX_MASTERS};
+pub use rate::RateLimits;
 pub use runtime::{
     run, run_core, stop_on_signals, BoundAddrs, RunSummary, RuntimeConfig, UdpService,
 };

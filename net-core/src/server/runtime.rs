@@ -36,6 +36,7 @@ use super::html;
 use super::http::{HttpConnection, Pages};
 use super::master_links::{MasterLinks, RegistrationSettings, ServerIdentity, MAX_MASTERS};
 use super::outbuf::{OutBuffer, DEFAULT_OUT_LIMIT};
+use super::rate::{Bucket, RateLimits, UdpLimiter, Verdict, TCP_BURST};
 use super::slots::{ConnId, RosterChange, ServerAction, SlotServerCore};
 use super::text_core::TextServerCore;
 
@@ -76,6 +77,8 @@ pub struct RuntimeConfig {
     pub kind: &'static str,
     /// Masterservers to register with (a slot- or gameserver), if any.
     pub registration: Option<RegistrationSettings>,
+    /// Bytes per second per connection, datagrams and bytes per second per UDP source.
+    pub limits: RateLimits,
 }
 
 impl RuntimeConfig {
@@ -90,6 +93,7 @@ impl RuntimeConfig {
             ban_file: None,
             kind,
             registration: None,
+            limits: RateLimits::default(),
         }
     }
 }
@@ -231,6 +235,7 @@ pub fn run_core<C: TextServerCore>(
                 pending: None,
                 buf: vec![0; MAX_DATAGRAM],
                 read_again: false,
+                limiter: UdpLimiter::new(config.limits, Instant::now()),
             })
         }
         (None, None) => None,
@@ -286,6 +291,7 @@ pub fn run_core<C: TextServerCore>(
         retry_accept: false,
         read_again: Vec::new(),
         shutting_down: false,
+        limits: config.limits,
     };
     ready(bound);
     driver.serve(&stop)?;
@@ -314,6 +320,8 @@ struct TextConn {
     peer: SocketAddr,
     out: OutBuffer,
     state: TextState,
+    /// What it may still send (`RateLimits::tcp_bytes_per_sec`).
+    bytes: Bucket,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,6 +348,7 @@ struct UdpEndpoint {
     pending: Option<(SocketAddr, Vec<u8>)>,
     buf: Vec<u8>,
     read_again: bool,
+    limiter: UdpLimiter,
 }
 
 #[derive(Debug, Default)]
@@ -353,6 +362,10 @@ struct RuntimeCounters {
     udp_datagrams_in: u64,
     udp_datagrams_out: u64,
     udp_send_errors: u64,
+    /// Datagrams over a source's rate limit, dropped.
+    udp_rate_limited: u64,
+    /// Connections dropped for sending more bytes per second than allowed.
+    tcp_rate_limited: u64,
     file_writes: u64,
     file_write_errors: u64,
 }
@@ -382,6 +395,7 @@ struct Driver<C: TextServerCore> {
     retry_accept: bool,
     read_again: Vec<Token>,
     shutting_down: bool,
+    limits: RateLimits,
 }
 
 impl<C: TextServerCore> Driver<C> {
@@ -545,6 +559,7 @@ impl<C: TextServerCore> Driver<C> {
                     peer,
                     out: OutBuffer::new(DEFAULT_OUT_LIMIT),
                     state: TextState::Open,
+                    bytes: Bucket::new(self.limits.tcp_bytes_per_sec, TCP_BURST, now),
                 },
             );
             // The core may already have work (a ban reload closing others).
@@ -571,6 +586,18 @@ impl<C: TextServerCore> Driver<C> {
             match conn.stream.read(&mut buf) {
                 Ok(0) => break "closed by peer".to_string(),
                 Ok(n) => {
+                    if conn.state == TextState::Open && !conn.bytes.take(now, n as u64) {
+                        self.counters.tcp_rate_limited += 1;
+                        log::warn!(
+                            "{}: sent more than {} bytes/s; connection dropped",
+                            conn.peer,
+                            self.limits.tcp_bytes_per_sec
+                        );
+                        break format!(
+                            "over the rate limit of {} bytes/s",
+                            self.limits.tcp_bytes_per_sec
+                        );
+                    }
                     match &mut conn.state {
                         TextState::Open => self.core.receive(now, id, &buf[..n]),
                         TextState::Draining { discarded, .. } => *discarded += n,
@@ -781,7 +808,20 @@ impl<C: TextServerCore> Driver<C> {
             match udp.socket.recv_from(&mut udp.buf) {
                 Ok((n, from)) => {
                     self.counters.udp_datagrams_in += 1;
-                    udp.service.handle_datagram(now, from, &udp.buf[..n]);
+                    match udp.limiter.check(now, from, n) {
+                        Verdict::Allow => udp.service.handle_datagram(now, from, &udp.buf[..n]),
+                        Verdict::Refuse { first } => {
+                            self.counters.udp_rate_limited += 1;
+                            if first {
+                                log::warn!(
+                                    "{from}: over the UDP rate limit ({} datagrams, {} bytes a \
+                                     second); dropping its datagrams",
+                                    self.limits.udp_datagrams_per_sec,
+                                    self.limits.udp_bytes_per_sec
+                                );
+                            }
+                        }
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -1011,6 +1051,8 @@ impl<C: TextServerCore> Driver<C> {
             ("udp_datagrams_in", c.udp_datagrams_in),
             ("udp_datagrams_out", c.udp_datagrams_out),
             ("udp_send_errors", c.udp_send_errors),
+            ("udp_rate_limited", c.udp_rate_limited),
+            ("tcp_rate_limited", c.tcp_rate_limited),
             ("file_writes", c.file_writes),
             ("file_write_errors", c.file_write_errors),
             ("master_registrations", self.links.counters().registrations),

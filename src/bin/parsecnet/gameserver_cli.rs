@@ -130,6 +130,7 @@ fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
         json_file: o.json_file.clone(),
         ban_file: o.ban_file.clone(),
         registration: registration(o),
+        limits: o.limits,
         ..RuntimeConfig::new("gameserver", SocketAddr::new(o.bind, o.port))
     };
     install_server_logger();

@@ -33,6 +33,7 @@ struct MasterOptions {
     json_file: Option<PathBuf>,
     config: MasterConfig,
     max_connections_given: bool,
+    limits: net_core::server::RateLimits,
 }
 
 fn usage() -> String {
@@ -54,7 +55,10 @@ options:
                            any line not finished within S seconds (default 30; 0: never)
   --max-per-address N      connections from one IP address at most (default 64)
   --max-connections N      connections at most (default: --max-servers + {EXTRA_CONNECTIONS})
-  --help                   this text"
+  --tcp-rate N             bytes per second one connection may send; a connection sending
+                           more is dropped (default {tcp_rate}; 0: no limit)
+  --help                   this text",
+        tcp_rate = net_core::server::RateLimits::default().tcp_bytes_per_sec
     )
 }
 
@@ -67,6 +71,7 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
         json_file: None,
         config: MasterConfig::default(),
         max_connections_given: false,
+        limits: net_core::server::RateLimits::default(),
     };
     let mut cursor = ArgCursor::new(args);
     while let Some(flag) = cursor.next_flag() {
@@ -88,6 +93,9 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
             "--max-connections" => {
                 o.config.max_connections = positive(flag, cursor.value(flag)?)?;
                 o.max_connections_given = true;
+            }
+            "--tcp-rate" => {
+                o.limits.tcp_bytes_per_sec = cursor.number(flag, "a number of bytes")?
             }
             other => return Err(format!("unknown option '{other}'")),
         }
@@ -136,6 +144,7 @@ fn serve(o: MasterOptions) -> Result<(), String> {
         http: o.http_port.map(|port| SocketAddr::new(o.bind, port)),
         html_file: o.html_file.clone(),
         json_file: o.json_file.clone(),
+        limits: o.limits,
         ..RuntimeConfig::new("masterserver", SocketAddr::new(o.bind, o.port))
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -52,6 +52,8 @@ pub struct CommonOptions {
     pub handshake_timeout: Duration,
     pub max_per_address: usize,
     pub max_connections: usize,
+    /// Bytes per second per connection, datagrams and bytes per second per UDP source.
+    pub limits: net_core::server::RateLimits,
 }
 
 impl CommonOptions {
@@ -74,6 +76,7 @@ impl CommonOptions {
             handshake_timeout: Duration::from_secs(30),
             max_per_address: 20,
             max_connections: 256,
+            limits: net_core::server::RateLimits::default(),
         }
     }
 }
@@ -104,6 +107,10 @@ options:
                            seconds (default 30; 0: never)
   --max-per-address N      connections from one IP address at most (default 20)
   --max-connections N      connections at most (default 256)
+  --tcp-rate N             bytes per second one connection may send; a connection sending
+                           more is dropped (default {tcp_rate}; 0: no limit)
+  --udp-rate N[,BYTES]     datagrams (and bytes) per second one UDP source may send; more is
+                           dropped (default {udp_rate},{udp_bytes}; 0: no limit)
   --help                   this text",
         kind = d.kind,
         port = d.port,
@@ -111,6 +118,9 @@ options:
         master = MASTER_PORT,
         masters = MAX_MASTERS,
         os = net_core::server::master_links::default_os(),
+        tcp_rate = net_core::server::RateLimits::default().tcp_bytes_per_sec,
+        udp_rate = net_core::server::RateLimits::default().udp_datagrams_per_sec,
+        udp_bytes = net_core::server::RateLimits::default().udp_bytes_per_sec,
     )
 }
 
@@ -206,6 +216,25 @@ pub fn parse_common(
             "--handshake-timeout" => o.handshake_timeout = seconds(flag, cursor.value(flag)?)?,
             "--max-per-address" => o.max_per_address = positive(flag, cursor.value(flag)?)?,
             "--max-connections" => o.max_connections = positive(flag, cursor.value(flag)?)?,
+            "--tcp-rate" => {
+                o.limits.tcp_bytes_per_sec = cursor.number(flag, "a number of bytes")?
+            }
+            "--udp-rate" => {
+                let text = cursor.value(flag)?;
+                let (datagrams, bytes) = match text.split_once(',') {
+                    Some((d, b)) => (d, Some(b)),
+                    None => (text, None),
+                };
+                let number = |t: &str| {
+                    t.parse::<u32>().map_err(|_| {
+                        format!("{flag}: '{text}' is not DATAGRAMS or DATAGRAMS,BYTES (numbers)")
+                    })
+                };
+                o.limits.udp_datagrams_per_sec = number(datagrams)?;
+                if let Some(bytes) = bytes {
+                    o.limits.udp_bytes_per_sec = number(bytes)?;
+                }
+            }
             other => {
                 if !extra(other, &mut cursor)? {
                     return Err(format!("unknown option '{other}'"));

@@ -73,6 +73,7 @@ fn serve(o: &CommonOptions) -> Result<(), String> {
         json_file: o.json_file.clone(),
         ban_file: o.ban_file.clone(),
         registration: registration(o),
+        limits: o.limits,
         ..RuntimeConfig::new("slotserver", SocketAddr::new(o.bind, o.port))
     };
     install_server_logger();
