@@ -22,15 +22,23 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
         "lost reliable events: 0",
         "done: protocol switch to peer",
         "done: protocol switch back to gameserver",
-        "done: backend switch to a plugin loaded from its file",
         "done: backend switch back to udp",
         "result: every check held",
+        "done: backend switch to the trace plugin loaded from its file",
     ] {
         assert!(
             stdout.contains(expected),
             "missing {expected:?} in:\n{stdout}"
         );
     }
+    // The trace plugin really carried charlie's traffic while it was loaded.
+    let traced: usize = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("the trace plugin recorded "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no trace line in:\n{stdout}"));
+    assert!(traced > 100, "only {traced} datagrams traced:\n{stdout}");
     // Progress was visible from the first second (one line a second when not a terminal).
     assert!(
         stdout

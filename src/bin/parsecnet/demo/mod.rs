@@ -2,8 +2,8 @@
 //! gameserver (in this process, on free ports) and four bot players (separate `Subsystem`
 //! instances driven through the console as a game would), which fly, fire lasers and missiles,
 //! chat, and send numbered reliable events. During the run one bot switches protocol at its
-//! console (gameserver -> peer -> gameserver) and one switches packet backend (udp -> the UDP
-//! plugin loaded from its file -> udp). A status table refreshes in place; Ctrl-C or
+//! console (gameserver -> peer -> gameserver) and one switches packet backend (udp -> the trace
+//! plugin loaded from its file, recording every datagram -> udp). A status table refreshes in place; Ctrl-C or
 //! `--duration` ends it with a summary, and the exit status says whether every check held.
 
 mod bot;
@@ -11,6 +11,7 @@ mod table;
 
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -142,8 +143,9 @@ fn at(secs: f64, line: String, milestone: Option<&'static str>) -> Scripted {
     }
 }
 
-/// The scripted switches: bravo changes protocol, charlie changes backend.
-fn scripts(gameserver: SocketAddr, plugin: &str) -> Vec<Vec<Scripted>> {
+/// The scripted switches: bravo changes protocol, charlie changes backend to the trace plugin
+/// (loaded from its file; it records every datagram to `trace_file`) and back.
+fn scripts(gameserver: SocketAddr, plugin: &str, trace_file: &Path) -> Vec<Vec<Scripted>> {
     vec![
         Vec::new(),
         vec![
@@ -162,10 +164,17 @@ fn scripts(gameserver: SocketAddr, plugin: &str) -> Vec<Vec<Scripted>> {
             at(9.1, format!("connect {gameserver}"), None),
         ],
         vec![
+            at(6.0, "net.trace.bind 127.0.0.1".into(), None),
+            at(6.0, "net.trace.ipv6 0".into(), None),
+            at(
+                6.0,
+                format!("net.trace.file {}", trace_file.display()),
+                None,
+            ),
             at(
                 6.0,
                 format!("net.api {plugin}"),
-                Some("backend switch to a plugin loaded from its file"),
+                Some("backend switch to the trace plugin loaded from its file"),
             ),
             at(
                 11.0,
@@ -189,11 +198,16 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
     }
     let server = Gameserver::start(html.clone())?;
     let gs = server.addrs.tcp;
-    let plugin = loader::locate(&BackendSpec::Name("udp".into())).map_err(|e| e.to_string())?;
+    let plugin = loader::locate(&BackendSpec::Name("trace".into())).map_err(|e| e.to_string())?;
     let plugin = plugin.display().to_string();
+    let trace_file = dir.join("charlie.trace");
     let start = Instant::now();
     let mut bots = Vec::new();
-    for (i, (name, script)) in BOT_NAMES.iter().zip(scripts(gs, &plugin)).enumerate() {
+    for (i, (name, script)) in BOT_NAMES
+        .iter()
+        .zip(scripts(gs, &plugin, &trace_file))
+        .enumerate()
+    {
         bots.push(Bot::new(
             i as u8,
             name,
@@ -210,7 +224,7 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
             server.addrs.http.map_or("-".into(), |a| a.to_string()),
             html.display()
         ),
-        "bravo switches protocol at 4 s and back at 9 s; charlie switches backend at 6 s and back at 11 s".to_string(),
+        "bravo switches protocol at 4 s and back at 9 s; charlie switches backend to the trace plugin (by path) at 6 s and back to udp at 11 s".to_string(),
     ];
     let terminal = std::io::stdout().is_terminal();
     let mut next_draw = start;
@@ -237,7 +251,8 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
     }
     let elapsed = start.elapsed();
     draw(terminal, elapsed, &header, &bots);
-    let ok = summary(elapsed, &bots);
+    let traced = std::fs::read_to_string(&trace_file).map_or(0, |t| t.lines().count());
+    let ok = summary(elapsed, &bots, traced);
     for bot in bots.iter_mut() {
         bot.sub.shutdown();
     }
@@ -258,7 +273,7 @@ fn draw(terminal: bool, elapsed: Duration, header: &[String], bots: &[Bot]) {
 }
 
 /// Print the summary; true if every check held.
-fn summary(elapsed: Duration, bots: &[Bot]) -> bool {
+fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
     println!("\nsummary after {:.1} s:", elapsed.as_secs_f64());
     let mut all_seen = true;
     let (mut sent, mut lost, mut refused, mut disorder, mut received) =
@@ -312,13 +327,19 @@ fn summary(elapsed: Duration, bots: &[Bot]) -> bool {
         "  events: {sent} numbered reliable events sent, {received} events received by the bots"
     );
     println!("  lost reliable events: {lost} (unacknowledged at the end), refused: {refused}, out of order or repeated: {disorder}");
+    println!("  the trace plugin recorded {traced} datagrams of charlie's while it was loaded");
     println!(
         "  all four players saw each other: {}; protocol switch: {}; backend switch: {}",
         yes_no(all_seen),
         yes_no(protocol_switched),
-        yes_no(backend_switched)
+        yes_no(backend_switched && traced > 0)
     );
-    let ok = all_seen && protocol_switched && backend_switched && lost == 0 && refused == 0;
+    let ok = all_seen
+        && protocol_switched
+        && backend_switched
+        && traced > 0
+        && lost == 0
+        && refused == 0;
     println!(
         "  result: {}",
         if ok {
