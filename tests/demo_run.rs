@@ -25,6 +25,7 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
         "done: backend switch back to udp",
         "result: every check held",
         "done: backend switch to the trace plugin loaded from its file",
+        "servers the masterserver listed when delta asked: 1",
     ] {
         assert!(
             stdout.contains(expected),

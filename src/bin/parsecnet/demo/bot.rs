@@ -56,6 +56,8 @@ pub struct Bot {
     rate_mark: (Instant, u64, u64),
     pub packets_per_s: f64,
     pub events_per_s: f64,
+    /// Servers in the last list fetched from the masterservers (`servers`), if one came.
+    pub servers_found: Option<u32>,
 }
 
 impl Bot {
@@ -91,6 +93,7 @@ impl Bot {
             rate_mark: (start, 0, 0),
             packets_per_s: 0.0,
             events_per_s: 0.0,
+            servers_found: None,
         })
     }
 
@@ -220,6 +223,10 @@ impl Bot {
                 }
             }
             GameEvent::Error { text } => self.stats.errors.push(text.clone()),
+            GameEvent::ServerList { count, errors } => {
+                self.servers_found = Some(*count);
+                self.last_line = format!("server list: {count} servers {errors}");
+            }
             GameEvent::Remote {
                 event:
                     RemoteEvent::Custom {

@@ -7,6 +7,7 @@
 //! `--duration` ends it with a summary, and the exit status says whether every check held.
 
 mod bot;
+mod servers;
 mod table;
 
 use std::io::{IsTerminal, Write};
@@ -14,18 +15,14 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use net_core::packet_api::{loader, BackendSpec};
-use net_core::relay::service::RelayService;
-use net_core::relay::{RelayConfig, RelayCore};
-use net_core::server::runtime::UdpService;
-use net_core::server::{
-    run, stop_on_signals, BanList, BoundAddrs, RuntimeConfig, SlotServerConfig, SlotServerCore,
-};
+use net_core::server::stop_on_signals;
 
 use bot::{Bot, Scripted};
+use servers::ServerThread;
 
 const USAGE: &str = "usage: parsecnet demo [--duration SECONDS]";
 const BOT_NAMES: [&str; 4] = ["alpha", "bravo", "charlie", "delta"];
@@ -68,60 +65,6 @@ fn usage_error(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The gameserver running in a thread.
-struct Gameserver {
-    addrs: BoundAddrs,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<net_core::NetResult<net_core::server::RunSummary>>>,
-}
-
-impl Gameserver {
-    fn start(html: std::path::PathBuf) -> Result<Gameserver, String> {
-        let config = SlotServerConfig {
-            server_name: "demo".into(),
-            ..SlotServerConfig::default()
-        };
-        let relay = RelayCore::new(RelayConfig {
-            server_token: config.server_token,
-            ..RelayConfig::default()
-        });
-        let udp: Box<dyn UdpService> = Box::new(RelayService::new(relay));
-        let loopback: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
-        let runtime = RuntimeConfig {
-            http: Some(loopback),
-            udp: Some(loopback),
-            html_file: Some(html),
-            ..RuntimeConfig::new("gameserver", loopback)
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let core = SlotServerCore::new(config, BanList::empty());
-        let thread_stop = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            run(runtime, core, Some(udp), thread_stop, move |addrs| {
-                let _ = tx.send(addrs);
-            })
-        });
-        let addrs = rx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "the gameserver did not start".to_string())?;
-        Ok(Gameserver {
-            addrs,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Gameserver {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// The console lines every bot starts with.
 fn setup_lines(name: &str, gameserver: SocketAddr) -> Vec<String> {
     vec![
@@ -144,8 +87,14 @@ fn at(secs: f64, line: String, milestone: Option<&'static str>) -> Scripted {
 }
 
 /// The scripted switches: bravo changes protocol, charlie changes backend to the trace plugin
-/// (loaded from its file; it records every datagram to `trace_file`) and back.
-fn scripts(gameserver: SocketAddr, plugin: &str, trace_file: &Path) -> Vec<Vec<Scripted>> {
+/// (loaded from its file; it records every datagram to `trace_file`) and back; delta asks the
+/// masterserver which servers there are.
+fn scripts(
+    gameserver: SocketAddr,
+    master: SocketAddr,
+    plugin: &str,
+    trace_file: &Path,
+) -> Vec<Vec<Scripted>> {
     vec![
         Vec::new(),
         vec![
@@ -182,21 +131,26 @@ fn scripts(gameserver: SocketAddr, plugin: &str, trace_file: &Path) -> Vec<Vec<S
                 Some("backend switch back to udp"),
             ),
         ],
-        Vec::new(),
+        vec![
+            at(2.0, format!("net.master {master}"), None),
+            at(2.0, "servers".into(), None),
+        ],
     ]
 }
 
 fn demo(duration: Option<Duration>) -> Result<bool, String> {
     let dir = std::env::temp_dir().join(format!("parsecnet-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let html = dir.join("players.html");
+    let players_html = dir.join("players.html");
+    let servers_html = dir.join("servers.html");
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop).map_err(|e| e.to_string())?;
     // Quiet library logs unless asked: the table is the output.
     if std::env::var_os("PARSEC_NET_LOG").is_none() {
         log::set_max_level(log::LevelFilter::Error);
     }
-    let server = Gameserver::start(html.clone())?;
+    let master = ServerThread::masterserver(servers_html.clone())?;
+    let server = ServerThread::gameserver(players_html.clone(), master.addrs.tcp)?;
     let gs = server.addrs.tcp;
     let plugin = loader::locate(&BackendSpec::Name("trace".into())).map_err(|e| e.to_string())?;
     let plugin = plugin.display().to_string();
@@ -205,7 +159,7 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
     let mut bots = Vec::new();
     for (i, (name, script)) in BOT_NAMES
         .iter()
-        .zip(scripts(gs, &plugin, &trace_file))
+        .zip(scripts(gs, master.addrs.tcp, &plugin, &trace_file))
         .enumerate()
     {
         bots.push(Bot::new(
@@ -218,11 +172,17 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
     }
     let header = vec![
         format!(
-            "gameserver 'demo' on TCP {} UDP {}, player list: http://{}/ (file {})",
+            "masterserver on TCP {}, server list: http://{}/ (file {})",
+            master.addrs.tcp,
+            master.addrs.http.map_or("-".into(), |a| a.to_string()),
+            servers_html.display()
+        ),
+        format!(
+            "gameserver 'demo' on TCP {} UDP {}, registered with the masterserver; player list: http://{}/ (file {})",
             gs,
             server.addrs.udp.map_or("-".into(), |a| a.to_string()),
             server.addrs.http.map_or("-".into(), |a| a.to_string()),
-            html.display()
+            players_html.display()
         ),
         "bravo switches protocol at 4 s and back at 9 s; charlie switches backend to the trace plugin (by path) at 6 s and back to udp at 11 s".to_string(),
     ];
@@ -257,6 +217,7 @@ fn demo(duration: Option<Duration>) -> Result<bool, String> {
         bot.sub.shutdown();
     }
     drop(server);
+    drop(master);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(ok)
 }
@@ -328,6 +289,11 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
     );
     println!("  lost reliable events: {lost} (unacknowledged at the end), refused: {refused}, out of order or repeated: {disorder}");
     println!("  the trace plugin recorded {traced} datagrams of charlie's while it was loaded");
+    let listed = bots.iter().filter_map(|b| b.servers_found).max();
+    println!(
+        "  servers the masterserver listed when delta asked: {}",
+        listed.map_or("no answer".to_string(), |n| n.to_string())
+    );
     println!(
         "  all four players saw each other: {}; protocol switch: {}; backend switch: {}",
         yes_no(all_seen),
@@ -335,6 +301,7 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
         yes_no(backend_switched && traced > 0)
     );
     let ok = all_seen
+        && listed.is_some_and(|n| n >= 1)
         && protocol_switched
         && backend_switched
         && traced > 0
