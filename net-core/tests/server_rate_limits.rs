@@ -45,7 +45,11 @@ impl UdpService for Counting {
     fn handle_datagram(&mut self, _: Instant, from: SocketAddr, _: &[u8]) {
         // The port tells the two senders apart: the count of the well-behaved one goes up by
         // 1_000_000 a datagram, the flood's by 1.
-        let step = if from.port().is_multiple_of(2) { 1_000_000 } else { 1 };
+        let step = if from.port().is_multiple_of(2) {
+            1_000_000
+        } else {
+            1
+        };
         self.0.fetch_add(step, Ordering::SeqCst);
     }
     fn poll_transmit(&mut self, _: Instant, _: &mut [u8]) -> Option<(SocketAddr, usize)> {
