@@ -12,6 +12,7 @@ pub mod backends;
 pub mod compile;
 pub mod endpoint;
 pub mod exchange;
+pub mod impaired_lan;
 pub mod live;
 pub mod netns;
 pub mod paths;
@@ -19,6 +20,7 @@ pub mod peer;
 pub mod process;
 pub mod series;
 pub mod server;
+pub mod soak;
 
 pub use compile::{Build, Lang, Link};
 pub use endpoint::Endpoint;

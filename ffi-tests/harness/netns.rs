@@ -119,6 +119,21 @@ impl Lan {
         &self.hosts[i]
     }
 
+    /// How many hosts the LAN has.
+    pub fn hosts(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// The namespace holding the bridge and the LAN's end of every host's veth.
+    pub fn bridge_namespace(&self) -> &str {
+        &self.bridge
+    }
+
+    /// The name of host `i`'s veth end in [`Lan::bridge_namespace`] (a port of `br0`).
+    pub fn bridge_port(&self, i: usize) -> String {
+        format!("v{i}")
+    }
+
     /// The IPv4 address of host `i` (0-based): `10.X.Y.(i + 1)`.
     pub fn address(&self, i: usize) -> String {
         let [a, b, c] = self.subnet;
