@@ -110,10 +110,11 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
     if let Some(session) = sub.protocol_module().and_then(|p| p.session()) {
         let s = session.stats();
         let r = session.resume_state().stats();
+        let e = session.early_events();
         let _ = writeln!(
             out,
-            "links: rebinds {}, impostors refused {}; resumed links {}, events sent again {}, parked {}, given up {}, answer timeouts {}",
-            s.rebinds, s.impostors, r.resumed, r.events_carried, r.parked, r.events_dropped, r.hold_timeouts
+            "links: rebinds {}, impostors refused {}; resumed links {}, events sent again {}, parked {}, given up {}, answer timeouts {}; events before their player {} (delivered unknown {})",
+            s.rebinds, s.impostors, r.resumed, r.events_carried, r.parked, r.events_dropped, r.hold_timeouts, e.held, e.released_unknown
         );
     }
     let settings = sub.settings();

@@ -14,6 +14,7 @@
 //! the state tick. Every link gets a keep-alive at least every `keepalive_interval`; a remote
 //! silent for `peer_timeout` is dropped.
 
+pub mod early;
 pub mod events;
 pub mod link;
 pub mod players;
@@ -27,6 +28,7 @@ use crate::error::{ErrorCode, NetError, NetResult};
 use crate::rmev::{PlayerName, RemoteEvent, ResumeStep, ShipState};
 use crate::wire::{DecodedPacket, PacketType, WireEvent};
 use crate::Node;
+pub use early::EarlyEvents;
 pub use events::GameEvent;
 pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
 pub use players::{ObjectOwners, Player, PlayerTable};
@@ -140,6 +142,10 @@ struct Remote {
     last_heard: Instant,
     /// The local state version last sent to this remote.
     state_version_sent: u64,
+    /// When the local state last went to this remote: an unchanged state is sent again after
+    /// `keepalive_interval` even while events keep packets flowing, so one lost packet never
+    /// leaves a remote without the state.
+    state_sent_at: Option<Instant>,
     /// The tick this remote last got a packet in.
     tick_served: u64,
     /// A JOIN/UNJOIN transition to announce with the next packet.
@@ -188,6 +194,8 @@ pub struct Session {
     game_event_serial: u64,
     /// Tokens players left behind (their hellos listed them): never seated again.
     retired_tokens: VecDeque<u32>,
+    /// Star: relayed events of players the client does not know yet (see `early`).
+    early: EarlyEvents,
     stats: SessionStats,
 }
 
@@ -250,6 +258,7 @@ impl Session {
             resume: ResumeState::default(),
             game_event_serial: 0,
             retired_tokens: VecDeque::new(),
+            early: EarlyEvents::default(),
             stats: SessionStats::default(),
         }
     }
@@ -291,6 +300,11 @@ impl Session {
 
     pub fn stats(&self) -> &SessionStats {
         &self.stats
+    }
+
+    /// Relayed events that came before their player was known (star), and their counters.
+    pub fn early_events(&self) -> &EarlyEvents {
+        &self.early
     }
 
     /// Parked streams and the resumption counters.
@@ -457,6 +471,9 @@ impl Session {
                 self.events.push_back(GameEvent::PlayerJoined { slot });
             }
         }
+        for event in self.early.seated(slot) {
+            self.apply_remote_event(slot, event);
+        }
     }
 
     fn greet(&mut self, slot: u8) {
@@ -487,6 +504,7 @@ impl Session {
                 );
             }
             self.owners.forget_slot(slot);
+            self.early.departed(slot);
             self.events.push_back(GameEvent::PlayerDisconnected {
                 slot,
                 reason: reason.to_string(),
@@ -690,6 +708,7 @@ impl Session {
         events: &[WireEvent],
     ) -> Result<(), Rejection> {
         let header = &packet.header;
+        self.early.advance(now);
         let node_eq = Arc::clone(&self.node_eq);
         let index = match self.remotes.iter().position(|r| node_eq(&r.node, from)) {
             Some(index) => index,
@@ -762,7 +781,16 @@ impl Session {
                     event,
                 } => {
                     self.stats.events_received += 1;
-                    self.apply_remote_event(origin, event);
+                    if self.star
+                        && self.players.get(origin).is_none()
+                        && self.early.should_hold(origin, now)
+                    {
+                        if let Some((slot, event)) = self.early.push(origin, event, now) {
+                            self.apply_remote_event(slot, event);
+                        }
+                    } else {
+                        self.apply_remote_event(origin, event);
+                    }
                 }
                 // Nothing of the server's own (no slot) is for the game.
                 Delivery::State { origin: None, .. } | Delivery::Event { origin: None, .. } => {}
@@ -1013,7 +1041,7 @@ impl Session {
             let send_state = joined
                 && (remote.state_version_sent != state_version
                     || remote
-                        .last_sent
+                        .state_sent_at
                         .is_none_or(|t| now - t >= self.config.keepalive_interval));
             let before = remote.link.stats().reliable_sent + remote.link.stats().retransmissions;
             let meta = PacketMeta {
@@ -1031,6 +1059,7 @@ impl Session {
             remote.tick_served = tick;
             if send_state {
                 remote.state_version_sent = state_version;
+                remote.state_sent_at = Some(now);
             }
             match written {
                 Ok(len) => {
@@ -1096,6 +1125,9 @@ impl Session {
         if let Some(t) = self.resume.next_expiry() {
             consider(t);
         }
+        if let Some(t) = self.early.next_expiry() {
+            consider(t);
+        }
         if self.joined
             && self
                 .remotes
@@ -1112,6 +1144,11 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Instant) -> (Vec<u8>, bool) {
         self.advance_tick(now);
         self.resume.expire(now);
+        self.early.advance(now);
+        for (slot, event) in self.early.expired(now) {
+            log::warn!("session: events from slot {slot} came before the player; delivering them");
+            self.apply_remote_event(slot, event);
+        }
         for remote in &mut self.remotes {
             if remote
                 .held
@@ -1183,6 +1220,7 @@ impl Remote {
             last_sent: None,
             last_heard: now,
             state_version_sent: 0,
+            state_sent_at: None,
             tick_served: 0,
             pending_kind: None,
             hello_due: slot.is_some(),
