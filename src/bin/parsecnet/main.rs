@@ -3,6 +3,7 @@
 //!
 //! Servers and the demo are added as further subcommands.
 
+mod bench;
 mod console_cli;
 mod demo;
 mod event_text;
@@ -13,6 +14,11 @@ mod slotserver_cli;
 
 use std::process::ExitCode;
 
+/// Every allocation is counted (`parsecnet bench` reads the counts; the cost is one relaxed
+/// atomic add per allocation).
+#[global_allocator]
+static ALLOCATOR: bench::alloc_count::CountingAllocator = bench::alloc_count::CountingAllocator;
+
 const USAGE: &str = "usage: parsecnet <command> [options]
 
 commands:
@@ -21,6 +27,7 @@ commands:
   gameserver [options]          run a gameserver (gameserver --help: its options)
   masterserver [options]        run a masterserver (masterserver --help: its options)
   demo [--duration S]           a local match on loopback showing the layers at work
+  bench [--quick] [--out DIR]   measure the benchmark figures (table, bench.json, SVG plots)
   help                           this text";
 
 fn main() -> ExitCode {
@@ -37,6 +44,7 @@ fn main() -> ExitCode {
         "slotserver" => slotserver_cli::run(rest),
         "gameserver" => gameserver_cli::run(rest),
         "masterserver" => masterserver_cli::run(rest),
+        "bench" => bench::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             ExitCode::SUCCESS

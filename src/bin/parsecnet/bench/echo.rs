@@ -1,0 +1,90 @@
+//! Windowed echo between two whole-stack peer processes: one keeps 64 reliable 64-byte custom
+//! events in flight, the other answers each with a reliable event; every answer lets a new one
+//! go. Events per second counts the round trips completed (each is two reliable events, one
+//! each way). Both processes also count their heap allocations during the flood.
+
+use std::time::Duration;
+
+use super::child_process::field;
+use super::report::{Figure, Section, Target};
+use super::rtt::PeerPair;
+
+pub const TITLE: &str = "windowed echo, reliable 64 B";
+
+/// Reliable events kept in flight by the sender.
+pub const WINDOW: usize = 64;
+
+/// What the flood did.
+#[derive(Debug, Default)]
+pub struct EchoResult {
+    pub echoes: u64,
+    pub secs: f64,
+    pub allocations: u64,
+    pub packets: u64,
+}
+
+pub fn measure(secs: f64) -> Result<EchoResult, String> {
+    let mut pair = PeerPair::start(("flooder", "answerer"))?;
+    let wait = Duration::from_secs_f64(secs + 30.0);
+    // A short warm-up flood first (link RTT estimate, queues, allocator pools).
+    for (flood_secs, measured) in [(secs.min(0.5) / 2.0, false), (secs, true)] {
+        pair.b.send("echo-until-stop")?;
+        let flood = pair
+            .a
+            .ask(&format!("flood {flood_secs} {WINDOW}"), "flood", wait)?;
+        let a = pair.a.expect("counts", wait)?;
+        let b = pair.b.expect("counts", wait)?;
+        if measured {
+            let echoes: u64 = field(&flood, "echoes")?;
+            let ns: f64 = field(&flood, "ns")?;
+            let result = EchoResult {
+                echoes,
+                secs: ns / 1e9,
+                allocations: field::<u64>(&a, "allocations")? + field::<u64>(&b, "allocations")?,
+                packets: field::<u64>(&a, "sent")? + field::<u64>(&b, "sent")?,
+            };
+            pair.finish();
+            return Ok(result);
+        }
+    }
+    unreachable!("the measured flood returns")
+}
+
+pub fn section(secs: f64, r: &EchoResult) -> Section {
+    let mut s = Section::new("echo", TITLE);
+    let rate = r.echoes as f64 / r.secs;
+    s.figure(
+        Figure::new(
+            "echoes_per_s",
+            "round trips (ping + answer) per second",
+            rate,
+            "/s",
+        )
+        .target(Target::AtLeast(1.5e6)),
+    );
+    s.figure(Figure::new(
+        "events_per_s",
+        "reliable events delivered per second (both ways)",
+        2.0 * rate,
+        "/s",
+    ));
+    s.figure(Figure::new(
+        "events_per_packet",
+        "reliable events per packet sent",
+        2.0 * r.echoes as f64 / r.packets.max(1) as f64,
+        "",
+    ));
+    s.note(format!(
+        "{WINDOW} reliable events in flight for {secs} s between two peer processes on 127.0.0.1; both busy-poll NETs_MaintainNet + NET_PollEvent; every answer is checked to come in order"
+    ));
+    s.data.push((
+        "raw".into(),
+        super::json::Json::obj([
+            ("echoes", super::json::Json::Num(r.echoes as f64)),
+            ("seconds", super::json::Json::Num(r.secs)),
+            ("packets", super::json::Json::Num(r.packets as f64)),
+            ("allocations", super::json::Json::Num(r.allocations as f64)),
+        ]),
+    ));
+    s
+}
