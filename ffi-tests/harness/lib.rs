@@ -20,6 +20,7 @@ pub mod peer;
 pub mod process;
 pub mod series;
 pub mod server;
+pub mod soak;
 
 pub use compile::{Build, Lang, Link};
 pub use endpoint::Endpoint;
