@@ -122,8 +122,14 @@ pub struct PacketLayer {
     /// `net.sim`: the link conditioner on the send and the receive path.
     send_sim: Conditioner,
     receive_sim: Conditioner,
+    /// Receive buffers given back after use (see [`PacketLayer::recycle`]), so the steady
+    /// receive path does not allocate.
+    spare_buffers: Vec<Vec<u8>>,
     stats: PacketStats,
 }
+
+/// At most this many spare receive buffers are kept.
+const MAX_SPARE_BUFFERS: usize = 64;
 
 impl Default for PacketLayer {
     fn default() -> Self {
@@ -143,6 +149,7 @@ impl PacketLayer {
             incoming: VecDeque::new(),
             send_sim: Conditioner::new(0x5E_4D),
             receive_sim: Conditioner::new(0x4E_C5),
+            spare_buffers: Vec::new(),
             stats: PacketStats::default(),
         }
     }
@@ -484,19 +491,32 @@ impl PacketLayer {
     }
 
     fn receive_from_socket(&mut self, options: &str) -> NetResult<Option<Datagram>> {
+        let mut buf = self.spare_buffers.pop().unwrap_or_default();
         let socket = self.socket(options)?;
-        let mut buf = vec![0u8; socket.backend().max_payload()];
+        buf.resize(socket.backend().max_payload(), 0);
         match socket.receive(&mut buf) {
             Ok(Some((node, len))) => {
                 buf.truncate(len);
                 self.count_received(len);
                 Ok(Some(Datagram { node, data: buf }))
             }
-            Ok(None) => Ok(None),
+            Ok(None) => {
+                self.recycle(buf);
+                Ok(None)
+            }
             Err(err) => {
+                self.recycle(buf);
                 self.stats.receive_errors += 1;
                 Err(err)
             }
+        }
+    }
+
+    /// Give back the buffer of a datagram that was handled, for a later receive to reuse.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.spare_buffers.len() < MAX_SPARE_BUFFERS {
+            buf.clear();
+            self.spare_buffers.push(buf);
         }
     }
 

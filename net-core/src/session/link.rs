@@ -167,6 +167,10 @@ pub struct Link {
     // --- outgoing ---
     next_sequence: u32,
     sent: VecDeque<SentPacket>,
+    /// Id lists of packets no longer tracked, kept for the next packets (no steady allocation).
+    spare_id_lists: Vec<Vec<u32>>,
+    /// The ids an acknowledgement covers (reused between acknowledgements).
+    acked_scratch: Vec<u32>,
     next_reliable_id: u32,
     /// Events waiting for their first transmission, in creation order.
     queued: VecDeque<(Option<u8>, u64, RemoteEvent)>,
@@ -193,6 +197,8 @@ impl Link {
             config,
             next_sequence: 1,
             sent: VecDeque::with_capacity(SENT_WINDOW),
+            spare_id_lists: Vec::new(),
+            acked_scratch: Vec::new(),
             next_reliable_id: 1,
             queued: VecDeque::new(),
             in_flight: VecDeque::new(),
@@ -410,7 +416,7 @@ impl Link {
             token,
         };
         let mut writer = PacketWriter::new(buf, &header, state)?;
-        let mut carried = Vec::new();
+        let mut carried = self.spare_id_lists.pop().unwrap_or_default();
         let rto = self.rto();
         // Retransmissions first: they are older than anything new.
         for flight in self
@@ -490,6 +496,7 @@ impl Link {
                 if !old.acked {
                     self.count_lost();
                 }
+                self.recycle_ids(old.reliable_ids);
             }
         }
         self.sent.push_back(packet);
@@ -616,7 +623,8 @@ impl Link {
 
     fn process_ack(&mut self, now: Instant, ack: Ack) {
         let mut newest_rtt = None;
-        let mut acked_ids = Vec::new();
+        let mut acked_ids = std::mem::take(&mut self.acked_scratch);
+        acked_ids.clear();
         for packet in self.sent.iter_mut().filter(|p| !p.acked) {
             let seq = packet.sequence;
             let acked = seq == ack.latest
@@ -652,6 +660,7 @@ impl Link {
             } else {
                 lost += 1;
             }
+            self.recycle_ids(packet.reliable_ids);
         }
         for _ in 0..acked {
             self.count_acked();
@@ -670,6 +679,15 @@ impl Link {
             while self.in_flight.front().is_some_and(|f| f.acked) {
                 self.in_flight.pop_front();
             }
+        }
+        self.acked_scratch = acked_ids;
+    }
+
+    /// Keep an id list of a packet no longer tracked for a later packet.
+    fn recycle_ids(&mut self, mut ids: Vec<u32>) {
+        if self.spare_id_lists.len() < SENT_WINDOW {
+            ids.clear();
+            self.spare_id_lists.push(ids);
         }
     }
 

@@ -402,6 +402,7 @@ impl Subsystem {
             }
             _ => self.input_errors.game_packets_without_protocol += 1,
         }
+        self.packets.recycle(datagram.data);
     }
 
     /// Move the protocol's events (and, while recording, the state updates) to the game.

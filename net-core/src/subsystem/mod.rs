@@ -40,6 +40,9 @@ pub struct Subsystem {
     packets: PacketLayer,
     /// `net.<backend>.<key> value` settings, by backend name.
     backend_options: BTreeMap<String, BTreeMap<String, String>>,
+    /// The active backend's options as text (its name and the text), built once and shared:
+    /// the frame loop passes it on every call, so it must not be rebuilt every frame.
+    options_cache: Option<(String, std::sync::Arc<str>)>,
     protocol_kind: ProtocolKind,
     protocol: Option<Box<dyn ClientProtocol>>,
     settings: NetSettings,
@@ -68,6 +71,7 @@ impl Subsystem {
         let mut sub = Subsystem {
             packets: PacketLayer::new(),
             backend_options: BTreeMap::new(),
+            options_cache: None,
             protocol_kind: ProtocolKind::Unselected,
             protocol: None,
             settings: NetSettings::default(),
@@ -157,11 +161,19 @@ impl Subsystem {
         &self.backend_options
     }
 
-    fn current_options(&self) -> String {
-        self.packets
-            .backend()
-            .map(|b| self.backend_options_text(b.name()))
-            .unwrap_or_default()
+    /// The active backend's options text (empty without a backend); cached until an option
+    /// changes or another backend becomes active.
+    fn current_options(&mut self) -> std::sync::Arc<str> {
+        let name = self.packets.backend().map_or("", |b| b.name());
+        match &self.options_cache {
+            Some((cached, text)) if cached == name => std::sync::Arc::clone(text),
+            _ => {
+                let name = name.to_string();
+                let text: std::sync::Arc<str> = self.backend_options_text(&name).into();
+                self.options_cache = Some((name, std::sync::Arc::clone(&text)));
+                text
+            }
+        }
     }
 
     // ----- packet API ------------------------------------------------------------------------
@@ -326,6 +338,7 @@ impl Subsystem {
             .entry(backend.to_string())
             .or_default()
             .insert(key.to_string(), value.to_string());
+        self.options_cache = None;
         let active =
             self.packets.backend().is_some_and(|b| b.name() == backend) && self.packets.is_open();
         Ok(if active {
