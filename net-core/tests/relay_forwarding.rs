@@ -244,6 +244,18 @@ fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_anothers_
             state: state_at(3.0)
         }]
     );
+    // The server's totals keep counting what was forwarded to clients that have left.
+    let before = relay.outbox_stats();
+    assert!(before.states_forwarded > 0 && before.critical_forwarded > 0);
+    for slot in 0..3 {
+        relay.remove_client(slot);
+    }
+    assert_eq!(relay.client_count(), 0);
+    assert_eq!(
+        relay.outbox_stats(),
+        before,
+        "the totals outlive the clients"
+    );
 }
 
 #[test]

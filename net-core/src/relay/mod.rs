@@ -107,6 +107,8 @@ pub struct RelayCore {
     /// Since when buffered input waits for a forwarding pass.
     pending_since: Option<Instant>,
     stats: RelayStats,
+    /// The burst counters of clients that left (so totals survive them).
+    retired_outbox: outbox::OutboxStats,
 }
 
 impl RelayCore {
@@ -127,6 +129,7 @@ impl RelayCore {
             due: Vec::new(),
             pending_since: None,
             stats: RelayStats::default(),
+            retired_outbox: outbox::OutboxStats::default(),
         }
     }
 
@@ -142,17 +145,20 @@ impl RelayCore {
         self.clients.iter().flatten().count()
     }
 
-    /// Burst-buffer counters summed over all clients.
+    /// Burst-buffer counters summed over all clients, present and gone.
     pub fn outbox_stats(&self) -> outbox::OutboxStats {
-        let mut sum = outbox::OutboxStats::default();
+        let mut sum = self.retired_outbox.clone();
         for c in self.clients.iter().flatten() {
-            let s = c.outbox.stats();
-            sum.critical_forwarded += s.critical_forwarded;
-            sum.events_forwarded += s.events_forwarded;
-            sum.states_forwarded += s.states_forwarded;
-            sum.states_dropped += s.states_dropped;
+            sum.add(c.outbox.stats());
         }
         sum
+    }
+
+    /// Forget the client in `slot`, keeping its counters in the totals.
+    fn retire(&mut self, slot: usize) {
+        if let Some(client) = self.clients.get_mut(slot).and_then(Option::take) {
+            self.retired_outbox.add(client.outbox.stats());
+        }
     }
 
     /// A player joined over TCP: expect its packets from `addr` signed with `token`.
@@ -173,6 +179,7 @@ impl RelayCore {
             }
         }
         let greeted = !outbox.is_empty();
+        self.retire(usize::from(slot));
         self.clients[usize::from(slot)] = Some(Client {
             slot,
             addr,
@@ -190,9 +197,7 @@ impl RelayCore {
 
     /// A player left: forget it and everything buffered from it.
     pub fn remove_client(&mut self, slot: u8) {
-        if let Some(entry) = self.clients.get_mut(usize::from(slot)) {
-            *entry = None;
-        }
+        self.retire(usize::from(slot));
         self.grid.remove(u16::from(slot));
         for client in self.clients.iter_mut().flatten() {
             client.outbox.forget(slot);

@@ -28,6 +28,16 @@ pub struct OutboxStats {
     pub states_dropped: u64,
 }
 
+impl OutboxStats {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &OutboxStats) {
+        self.critical_forwarded += other.critical_forwarded;
+        self.events_forwarded += other.events_forwarded;
+        self.states_forwarded += other.states_forwarded;
+        self.states_dropped += other.states_dropped;
+    }
+}
+
 /// The buffer for one destination client.
 #[derive(Debug, Default)]
 pub struct Outbox {
