@@ -109,7 +109,16 @@ pub struct RelayCore {
     stats: RelayStats,
     /// The burst counters of clients that left (so totals survive them).
     retired_outbox: outbox::OutboxStats,
+    /// The packet being written, and the buffers of datagrams already sent, kept for reuse so
+    /// forwarding does not allocate in steady state.
+    write_buf: Vec<u8>,
+    spare_out: Vec<Vec<u8>>,
+    /// The players with something for the client being served (reused between clients).
+    origins: Vec<Option<u8>>,
 }
+
+/// At most this many sent datagram buffers are kept for reuse.
+const MAX_SPARE_OUT: usize = 256;
 
 impl RelayCore {
     pub fn new(config: RelayConfig) -> RelayCore {
@@ -130,6 +139,9 @@ impl RelayCore {
             pending_since: None,
             stats: RelayStats::default(),
             retired_outbox: outbox::OutboxStats::default(),
+            write_buf: Vec::new(),
+            spare_out: Vec::new(),
+            origins: Vec::new(),
         }
     }
 
@@ -350,7 +362,8 @@ impl RelayCore {
 
     /// Move what is due from the burst buffers into the links and write the packets.
     fn forward(&mut self, now: Instant) {
-        let mut buf = vec![0u8; self.config.max_payload];
+        let mut buf = std::mem::take(&mut self.write_buf);
+        buf.resize(self.config.max_payload, 0);
         for index in 0..self.clients.len() {
             let Some(client) = self.clients[index].as_mut() else {
                 continue;
@@ -364,19 +377,17 @@ impl RelayCore {
                 }
             }
             // One packet per player with something for this client: its state and events.
-            let mut origins: Vec<Option<u8>> = client.outbox.state_origins().map(Some).collect();
-            for origin in client.link.pending_origins(now) {
-                if !origins.contains(&origin) {
-                    origins.push(origin);
-                }
-            }
+            let origins = &mut self.origins;
+            origins.clear();
+            origins.extend(client.outbox.state_origins().map(Some));
+            client.link.pending_origins(now, origins);
             let keepalive_due = client
                 .last_sent
                 .is_none_or(|t| now.saturating_duration_since(t) >= self.config.keepalive);
             if origins.is_empty() && (client.link.wants_to_send(now) || keepalive_due) {
                 origins.push(None);
             }
-            for origin in origins {
+            for origin in origins.drain(..) {
                 let state = origin.and_then(|o| client.outbox.take_state(o));
                 let joined = origin.is_some();
                 let meta = PacketMeta {
@@ -395,7 +406,10 @@ impl RelayCore {
                     .write_packet(now, &mut buf, meta, state.as_ref())
                 {
                     Ok(len) => {
-                        self.out.push_back((client.addr, buf[..len].to_vec()));
+                        let mut data = self.spare_out.pop().unwrap_or_default();
+                        data.clear();
+                        data.extend_from_slice(&buf[..len]);
+                        self.out.push_back((client.addr, data));
                         client.last_sent = Some(now);
                         self.stats.packets_sent += 1;
                     }
@@ -403,6 +417,7 @@ impl RelayCore {
                 }
             }
         }
+        self.write_buf = buf;
     }
 
     /// The next datagram to send: destination and length in `buf`.
@@ -410,6 +425,9 @@ impl RelayCore {
         let (to, data) = self.out.pop_front()?;
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
+        if self.spare_out.len() < MAX_SPARE_OUT {
+            self.spare_out.push(data);
+        }
         Some((to, len))
     }
 

@@ -314,11 +314,10 @@ impl Link {
         true
     }
 
-    /// Origins of the events waiting for their first transmission or for a retransmission due
-    /// at `now` (a relay writes one packet per origin).
-    pub fn pending_origins(&self, now: Instant) -> Vec<Option<u8>> {
+    /// Add to `origins` (each once) the origins of the events waiting for their first
+    /// transmission or for a retransmission due at `now` (a relay writes one packet per origin).
+    pub fn pending_origins(&self, now: Instant, origins: &mut Vec<Option<u8>>) {
         let rto = self.rto();
-        let mut origins: Vec<Option<u8>> = Vec::new();
         let due = self
             .in_flight
             .iter()
@@ -333,7 +332,6 @@ impl Link {
                 origins.push(origin);
             }
         }
-        origins
     }
 
     /// Every event not yet acknowledged (in flight) or not yet sent, oldest first.
