@@ -49,7 +49,7 @@ fn state_instants(run_for: Duration) -> (Vec<Duration>, Duration) {
     let mut now = start;
     let mut serial = 0u32;
     while now - start < run_for {
-        if (now - start).as_millis() % 50 == 0 {
+        if (now - start).as_millis().is_multiple_of(50) {
             serial += 1;
             let data = CustomData::new(&serial.to_le_bytes()).expect("small");
             session
