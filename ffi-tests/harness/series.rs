@@ -181,3 +181,44 @@ pub fn compare(games: &[(&str, &str)]) -> Vec<Delivery> {
     }
     out
 }
+
+/// Tell every game to stop its series (`@series off`), fail a game that does not read it within
+/// `read_timeout`, then wait (at most `drain_timeout`) until every number owed while the
+/// receiver was seated or away has arrived. Returns how long the drain took (None: not within
+/// `drain_timeout`; the checks afterwards say what is missing).
+pub fn stop_and_drain(
+    games: &mut [crate::live::LiveGame],
+    read_timeout: std::time::Duration,
+    drain_timeout: std::time::Duration,
+) -> Option<std::time::Duration> {
+    for game in games.iter_mut() {
+        game.send("@series off");
+    }
+    for game in games.iter() {
+        let read = game
+            .process
+            .wait_for_line(0, read_timeout, |l| l == "CONTROL line=\"@series off\"");
+        if read.is_none() {
+            game.fail("did not read @series off");
+        }
+    }
+    let drain_start = std::time::Instant::now();
+    while drain_start.elapsed() < drain_timeout {
+        let outputs: Vec<(String, String)> = games
+            .iter()
+            .map(|g| (g.name().to_string(), g.process.stdout()))
+            .collect();
+        let views: Vec<(&str, &str)> = outputs
+            .iter()
+            .map(|(n, o)| (n.as_str(), o.as_str()))
+            .collect();
+        if compare(&views)
+            .iter()
+            .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
+        {
+            return Some(drain_start.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    None
+}

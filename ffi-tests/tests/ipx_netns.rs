@@ -27,7 +27,7 @@ use parsec_net_ffi_tests::netns::{unavailable, Lan};
 use parsec_net_ffi_tests::peer::{
     check_all_met, check_met_each_other, check_ran_well, game_args, parse, run_together, GameRun,
 };
-use parsec_net_ffi_tests::series::{compare, deliveries, sent};
+use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain};
 use parsec_net_ffi_tests::Build;
 
 /// How long a game may take to meet the others (about a second with the timings below).
@@ -300,36 +300,8 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
     std::thread::sleep(DWELL);
     let to_udp = switch_all(&mut games, &names, "udp", "back on udp from");
     std::thread::sleep(DWELL);
-    for game in games.iter_mut() {
-        game.send("@series off");
-    }
-    for game in &games {
-        let stopped = game
-            .process
-            .wait_for_line(0, TEXT_TIMEOUT, |l| l == "CONTROL line=\"@series off\"");
-        if stopped.is_none() {
-            game.fail("did not read @series off");
-        }
-    }
     // Give the last numbers time to arrive (and stop waiting early once they all have).
-    let drain_start = Instant::now();
-    while drain_start.elapsed() < DRAIN_TIMEOUT {
-        let outputs: Vec<(String, String)> = games
-            .iter()
-            .map(|g| (g.name().to_string(), g.process.stdout()))
-            .collect();
-        let views: Vec<(&str, &str)> = outputs
-            .iter()
-            .map(|(n, o)| (n.as_str(), o.as_str()))
-            .collect();
-        if compare(&views)
-            .iter()
-            .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    stop_and_drain(&mut games, TEXT_TIMEOUT, DRAIN_TIMEOUT);
     let runs: Vec<GameRun> = games.into_iter().map(|g| g.quit(QUIT_TIMEOUT)).collect();
 
     for run in &runs {

@@ -32,7 +32,7 @@ use parsec_net_ffi_tests::impaired_lan::{totals, ImpairedLan, Impairment, StageS
 use parsec_net_ffi_tests::live::{LiveGame, Running};
 use parsec_net_ffi_tests::netns::unavailable;
 use parsec_net_ffi_tests::peer::{check_met_each_other, check_ran_well, GameRun};
-use parsec_net_ffi_tests::series::{compare, deliveries, sent, Delivery};
+use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain, Delivery};
 use parsec_net_ffi_tests::server::parsecnet;
 use parsec_net_ffi_tests::Build;
 
@@ -106,37 +106,7 @@ fn play_series(mut games: Vec<LiveGame>, started: Instant) -> (Vec<GameRun>, Tim
         game.send("@series on");
     }
     std::thread::sleep(SERIES_FOR);
-    for game in games.iter_mut() {
-        game.send("@series off");
-    }
-    for game in &games {
-        let read = game
-            .process
-            .wait_for_line(0, CONTROL_TIMEOUT, |l| l == "CONTROL line=\"@series off\"");
-        if read.is_none() {
-            game.fail("did not read @series off");
-        }
-    }
-    let drain_start = Instant::now();
-    let mut drained = None;
-    while drain_start.elapsed() < DRAIN_TIMEOUT {
-        let outputs: Vec<(String, String)> = games
-            .iter()
-            .map(|g| (g.name().to_string(), g.process.stdout()))
-            .collect();
-        let views: Vec<(&str, &str)> = outputs
-            .iter()
-            .map(|(n, o)| (n.as_str(), o.as_str()))
-            .collect();
-        if compare(&views)
-            .iter()
-            .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
-        {
-            drained = Some(drain_start.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let drained = stop_and_drain(&mut games, CONTROL_TIMEOUT, DRAIN_TIMEOUT);
     // A moment more, so a late duplicate would show too.
     std::thread::sleep(Duration::from_millis(500));
     let before_quit = games.iter().map(|g| g.process.stdout()).collect();

@@ -1,29 +1,20 @@
-//! A small seeded pseudo-random generator (xorshift64*) for the soak test's choices, so a run can
-//! be repeated with the seed it printed.
+//! The soak test's seeded choices, so a run can be repeated with the seed it printed: the
+//! simulator's generator (`net_core::sim::Rng`) with the few helpers the client cycle needs.
 
 use std::time::Duration;
 
-/// The generator's state.
-pub struct Rng(u64);
+/// The generator.
+pub struct Rng(net_core::sim::Rng);
 
 impl Rng {
-    /// A generator started from `seed` (0 is replaced, as xorshift cannot leave it).
+    /// A generator started from `seed`.
     pub fn new(seed: u64) -> Rng {
-        Rng(if seed == 0 {
-            0x9e37_79b9_7f4a_7c15
-        } else {
-            seed
-        })
+        Rng(net_core::sim::Rng::new(seed))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     /// True with probability `percent` / 100.
