@@ -147,7 +147,9 @@ impl GameInterface {
     /// An event from the live protocol: recorded if recording, then queued for the game.
     /// Live events are not shown while a demo plays (the game sees the demo).
     pub fn deliver(&mut self, now: Instant, event: GameEvent) {
-        self.record(now, DemoItem::Event(event.clone()));
+        if self.recorder.is_some() {
+            self.record(now, DemoItem::Event(event.clone()));
+        }
         if self.player.is_none() {
             self.queue(event);
         }
