@@ -251,6 +251,8 @@ impl Subsystem {
             return self.switch_backend(spec);
         }
         let target = self.last_target.clone();
+        // Acknowledgements already in the socket count: what they cover is not sent again.
+        self.receive_for_protocol(now);
         // What the game queued that the others have not delivered goes out in the session
         // found over the new backend: per player, exactly what it misses (mesh, see
         // `session::resume`), or what the server has not acknowledged (star).
@@ -280,23 +282,7 @@ impl Subsystem {
 
     /// Once per frame: receive, run timers, send; then hand events to the game.
     pub fn maintain(&mut self, now: Instant) {
-        let options = self.current_options();
-        let active = self.protocol.as_ref().is_some_and(|p| p.is_active());
-        if self.packets.is_open() || active {
-            for _ in 0..MAX_RECEIVE_PER_FRAME {
-                match self.packets.receive_new(&options) {
-                    Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
-                        self.route_to_protocol(now, datagram)
-                    }
-                    Ok(Some(datagram)) => self.packets.push_incoming(datagram),
-                    Ok(None) => break,
-                    Err(err) => {
-                        log::debug!("maintain: receive: {err}");
-                        break;
-                    }
-                }
-            }
-        }
+        self.receive_for_protocol(now);
         if let Some(protocol) = self.protocol.as_mut() {
             if protocol.poll_timeout().is_some_and(|t| t <= now) {
                 protocol.handle_timeout(now);
@@ -310,6 +296,7 @@ impl Subsystem {
             }
         }
         self.drive_stream(now);
+        let options = self.current_options();
         self.send_transmits(now, &options);
         if let Err(err) = self.packets.flush(&options) {
             log::debug!("maintain: flush: {err}");
@@ -351,6 +338,29 @@ impl Subsystem {
         while let Some((to, len)) = protocol.poll_transmit(now, &mut self.transmit_buf[..max]) {
             if let Err(err) = self.packets.send(&to, &self.transmit_buf[..len], options) {
                 log::debug!("maintain: send: {err}");
+            }
+        }
+    }
+
+    /// Read what the socket holds (at most a frame's worth): game packets go to the protocol,
+    /// the rest is kept for `NETs_ReceiveDatagram`.
+    fn receive_for_protocol(&mut self, now: Instant) {
+        let options = self.current_options();
+        let active = self.protocol.as_ref().is_some_and(|p| p.is_active());
+        if !(self.packets.is_open() || active) {
+            return;
+        }
+        for _ in 0..MAX_RECEIVE_PER_FRAME {
+            match self.packets.receive_new(&options) {
+                Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
+                    self.route_to_protocol(now, datagram)
+                }
+                Ok(Some(datagram)) => self.packets.push_incoming(datagram),
+                Ok(None) => break,
+                Err(err) => {
+                    log::debug!("receive: {err}");
+                    break;
+                }
             }
         }
     }
