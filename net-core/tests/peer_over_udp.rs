@@ -344,3 +344,84 @@ fn under_the_link_conditioner_every_reliable_event_arrives_once_in_order() {
         "{send:?} {receive:?}"
     );
 }
+
+/// The numbers of the type-6 custom events in `events`, in order.
+fn series_in(events: &[GameEvent]) -> Vec<u32> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            GameEvent::Remote {
+                event:
+                    RemoteEvent::Custom {
+                        custom_type: 6,
+                        data,
+                        ..
+                    },
+                ..
+            } => Some(u32::from_be_bytes(data.as_bytes().try_into().ok()?)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn events_waiting_in_the_socket_of_a_player_who_switches_backend_arrive_once() {
+    // b's events are in a's socket, unread, when a types `net.api udp`: the switch reads them
+    // (their acknowledgements matter), so they must reach a's game, exactly once.
+    let (mut a, a_addr) = instance("ada");
+    let (mut b, b_addr) = instance("bo");
+    console(&mut a, &format!("connect {b_addr}"));
+    console(&mut b, &format!("connect {a_addr}"));
+    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+    assert!(run_until(
+        &mut [&mut a, &mut b],
+        Duration::from_secs(20),
+        |subs| {
+            drain(subs[0], &mut ev_a);
+            drain(subs[1], &mut ev_b);
+            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
+        }
+    ));
+    let mut next = 0u32;
+    for round in 0..3 {
+        for _ in 0..20 {
+            let data = net_core::rmev::CustomData::new(&next.to_be_bytes()).unwrap();
+            b.queue_remote_event(RemoteEvent::Custom {
+                custom_type: 6,
+                data,
+                reliable: true,
+            })
+            .unwrap();
+            next += 1;
+        }
+        b.maintain(Instant::now());
+        std::thread::sleep(Duration::from_millis(30));
+        let out = console(&mut a, "net.api udp");
+        assert!(out.contains("left the game"), "round {round}: {out}");
+        let sent = next as usize;
+        let done = run_until(&mut [&mut a, &mut b], Duration::from_secs(20), |subs| {
+            drain(subs[0], &mut ev_a);
+            drain(subs[1], &mut ev_b);
+            let connected = ev_a
+                .iter()
+                .filter(|e| matches!(e, GameEvent::Connected { .. }))
+                .count();
+            series_in(&ev_a).len() >= sent && connected == round + 2
+        });
+        assert!(
+            done,
+            "round {round}: a got {:?} of {sent}",
+            series_in(&ev_a)
+        );
+    }
+    run_until(&mut [&mut a, &mut b], Duration::from_millis(300), |subs| {
+        drain(subs[0], &mut ev_a);
+        drain(subs[1], &mut ev_b);
+        false
+    });
+    assert_eq!(
+        series_in(&ev_a),
+        (0..next).collect::<Vec<_>>(),
+        "every event b sent, once and in order"
+    );
+}

@@ -252,7 +252,10 @@ impl Subsystem {
         }
         let target = self.last_target.clone();
         // Acknowledgements already in the socket count: what they cover is not sent again.
+        // What those packets delivered goes to the game now, before the session ends (the
+        // others are told it arrived, so it is not coming again).
         self.receive_for_protocol(now);
+        self.take_protocol_output(now);
         // What the game queued that the others have not delivered goes out in the session
         // found over the new backend: per player, exactly what it misses (mesh, see
         // `session::resume`), or what the server has not acknowledged (star).
