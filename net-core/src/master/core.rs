@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{NetError, NetResult};
+use crate::server::clock::{deadline, WallClock};
 use crate::server::http::Pages;
 use crate::server::lines::{FramedLine, LineBuffer, LineFault};
 use crate::server::slots::{ConnId, ServerAction};
@@ -138,7 +139,7 @@ pub struct MasterCore {
     /// No connection has a deadline before this (a lower bound; `None`: no deadlines).
     next_check: Option<Instant>,
     last_sweep: Option<Instant>,
-    wall_clock: Option<(Instant, SystemTime)>,
+    wall_clock: WallClock,
 }
 
 impl MasterCore {
@@ -161,13 +162,13 @@ impl MasterCore {
             list_reply: None,
             next_check: None,
             last_sweep: None,
-            wall_clock: None,
+            wall_clock: WallClock::default(),
         }
     }
 
     /// Use `wall` as the wall-clock time at `instant` (for "listed since").
     pub fn with_wall_clock(mut self, instant: Instant, wall: SystemTime) -> Self {
-        self.wall_clock = Some((instant, wall));
+        self.wall_clock = WallClock::starting_at(instant, wall);
         self
     }
 
@@ -419,7 +420,7 @@ impl MasterCore {
             c.listed = true;
         }
         self.counters.joins += 1;
-        let since = self.wall_time(now);
+        let since = self.wall_clock.at(now);
         self.servers.insert(conn, ListedEntry { server, since });
         self.send(conn, proto::JOIN_ACCEPTED);
         self.list_changed();
@@ -565,29 +566,12 @@ impl MasterCore {
         };
         self.next_check = Some(self.next_check.map_or(d, |n| n.min(d)));
     }
-
-    fn wall_time(&mut self, now: Instant) -> SystemTime {
-        let (base_instant, base_wall) = *self
-            .wall_clock
-            .get_or_insert_with(|| (now, SystemTime::now()));
-        match now.checked_duration_since(base_instant) {
-            Some(d) => base_wall + d,
-            None => base_wall
-                .checked_sub(base_instant.duration_since(now))
-                .unwrap_or(base_wall),
-        }
-    }
 }
 
 enum Expiry {
     Line,
     Idle,
     Handshake,
-}
-
-/// `start + timeout`, or `None` when the timeout is zero (disabled).
-fn deadline(start: Instant, timeout: Duration) -> Option<Instant> {
-    (!timeout.is_zero()).then(|| start + timeout)
 }
 
 impl TextServerCore for MasterCore {

@@ -20,6 +20,7 @@
 //! What each reply means and how to run a server: docs/server-admin.md.
 
 pub mod bans;
+pub mod clock;
 pub mod fd_limit;
 pub mod html;
 pub mod http;

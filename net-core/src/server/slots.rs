@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{NetError, NetResult};
 use crate::rmev::MAX_SLOTS;
+use crate::server::clock::{deadline, WallClock};
 
 use super::bans::{BanList, ReloadOutcome};
 use super::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
@@ -218,7 +219,7 @@ pub struct SlotServerCore {
     actions: VecDeque<ServerAction>,
     roster: VecDeque<RosterChange>,
     counters: Counters,
-    wall_clock: Option<(Instant, SystemTime)>,
+    wall_clock: WallClock,
 }
 
 impl SlotServerCore {
@@ -252,14 +253,14 @@ impl SlotServerCore {
             actions: VecDeque::new(),
             roster: VecDeque::new(),
             counters: Counters::default(),
-            wall_clock: None,
+            wall_clock: WallClock::default(),
         }
     }
 
     /// Use `wall` as the wall-clock time at `instant` (for "connected since"); without this
     /// the clock is read once, at the first join.
     pub fn with_wall_clock(mut self, instant: Instant, wall: SystemTime) -> Self {
-        self.wall_clock = Some((instant, wall));
+        self.wall_clock = WallClock::starting_at(instant, wall);
         self
     }
 
@@ -576,7 +577,7 @@ impl SlotServerCore {
             token: token.unwrap_or(0),
             extended: token.is_some(),
             conn,
-            since: self.wall_time(now),
+            since: self.wall_clock.at(now),
         };
         if let Some(c) = self.conns.get_mut(&conn) {
             c.slot = Some(slot);
@@ -741,29 +742,12 @@ impl SlotServerCore {
             self.close(conn, "banned");
         }
     }
-
-    fn wall_time(&mut self, now: Instant) -> SystemTime {
-        let (base_instant, base_wall) = *self
-            .wall_clock
-            .get_or_insert_with(|| (now, SystemTime::now()));
-        match now.checked_duration_since(base_instant) {
-            Some(d) => base_wall + d,
-            None => base_wall
-                .checked_sub(base_instant.duration_since(now))
-                .unwrap_or(base_wall),
-        }
-    }
 }
 
 enum Expiry {
     Join,
     Line,
     Idle,
-}
-
-/// `start + timeout`, or `None` when the timeout is zero (disabled).
-fn deadline(start: Instant, timeout: Duration) -> Option<Instant> {
-    (!timeout.is_zero()).then(|| start + timeout)
 }
 
 /// The `add` line about `player` for a receiver.
