@@ -27,7 +27,7 @@ pub unsafe extern "C" fn NET_ConsoleExec(
         require_sane_len(out_len, "out_len")?;
         let result =
             read_c_text(line, net_core::console::MAX_LINE_LEN, "console line").and_then(|line| {
-                global::with_subsystem(|sub, now| {
+                global::with_subsystem_timed(|sub, now| {
                     let reply = sub.console_exec(line, now);
                     // A protocol switch takes effect in the table here, under the global lock.
                     jump_table::bind_protocol(sub.protocol());

@@ -12,7 +12,7 @@ use net_core::{ErrorCode, NetError, NetResult};
 
 use crate::ffi_guard::{guard, guard_code, read_c_text, require_non_null, require_sane_len};
 use crate::game_types::{NET_Event, NET_ShipState, NET_SEND_RELIABLE};
-use crate::global::with_subsystem;
+use crate::global::{with_subsystem, with_subsystem_timed};
 
 /// Read `N` floats from a caller's array.
 ///
@@ -30,7 +30,7 @@ unsafe fn read_floats<const N: usize>(ptr: *const f32, what: &str) -> NetResult<
 }
 
 fn send(event: RemoteEvent) -> i32 {
-    guard_code(|| with_subsystem(|sub, _| sub.queue_remote_event(event.clone()).map(|()| 0)))
+    guard_code(|| with_subsystem(move |sub| sub.queue_remote_event(event).map(|()| 0)))
 }
 
 fn object_id(id: u32) -> NetResult<u32> {
@@ -50,7 +50,7 @@ fn object_id(id: u32) -> NetResult<u32> {
 pub unsafe extern "C" fn NET_SetPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
         let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
-        with_subsystem(|sub, _| sub.set_player_name(name).map(|()| 0))
+        with_subsystem(|sub| sub.set_player_name(name).map(|()| 0))
     })
 }
 
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn NET_SetLocalState(state: *const NET_ShipState) -> i32 {
     guard_code(|| {
         require_non_null(state, "state")?;
         let state = state.read_unaligned();
-        with_subsystem(|sub, _| sub.set_local_state(state.into()).map(|()| 0))
+        with_subsystem(|sub| sub.set_local_state(state.into()).map(|()| 0))
     })
 }
 
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn NET_GetPlayerState(player_id: i32, out: *mut NET_ShipSt
             .ok_or_else(|| {
                 NetError::invalid(format!("player id {player_id} is not 0-{}", MAX_SLOTS - 1))
             })?;
-        let state = with_subsystem(|sub, _| sub.player_state(slot))?;
+        let state = with_subsystem(|sub| sub.player_state(slot))?;
         out.write_unaligned(state.into());
         Ok(0)
     })
@@ -108,7 +108,7 @@ pub extern "C" fn NET_FetchPlayerName(player_id: i32) -> *const c_char {
                 .ok_or_else(|| {
                     NetError::invalid(format!("player id {player_id} is not 0-{}", MAX_SLOTS - 1))
                 })?;
-            let name: Option<PlayerName> = with_subsystem(|sub, _| Ok(sub.player_name(slot)))?;
+            let name: Option<PlayerName> = with_subsystem(|sub| Ok(sub.player_name(slot)))?;
             let Some(name) = name else {
                 return Ok(std::ptr::null());
             };
@@ -131,7 +131,7 @@ pub extern "C" fn NET_FetchPlayerName(player_id: i32) -> *const c_char {
 pub extern "C" fn NET_FetchOwner(object_id: u32) -> i32 {
     guard(
         |_| -1,
-        || with_subsystem(|sub, _| Ok(sub.owner_of(object_id).map_or(-1, i32::from))),
+        || with_subsystem(|sub| Ok(sub.owner_of(object_id).map_or(-1, i32::from))),
     )
 }
 
@@ -143,7 +143,7 @@ pub extern "C" fn NET_FetchOwner(object_id: u32) -> i32 {
 pub unsafe extern "C" fn NET_PollEvent(out: *mut NET_Event) -> i32 {
     guard_code(|| {
         require_non_null(out, "out")?;
-        match with_subsystem(|sub, _| Ok(sub.poll_event()))? {
+        match with_subsystem(|sub| Ok(sub.poll_event()))? {
             Some(event) => {
                 out.write_unaligned(NET_Event::from_game_event(&event));
                 Ok(1)
@@ -179,7 +179,7 @@ pub extern "C" fn NET_SetObjectPositionCallback(
                 (cb(object_id, pos.as_mut_ptr(), user.0) == 1).then_some(pos)
             }) as net_core::game::PositionCallback
         });
-        with_subsystem(|sub, _| {
+        with_subsystem(|sub| {
             sub.game_mut().set_position_callback(hook);
             Ok(0)
         })
@@ -315,7 +315,7 @@ pub unsafe extern "C" fn NET_RmEvSendText(text: *const c_char) -> i32 {
 pub unsafe extern "C" fn NET_RmEvPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
         let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
-        with_subsystem(|sub, now| {
+        with_subsystem_timed(|sub, now| {
             // Only a name the others were told becomes the local name.
             let previous = sub.game().name().to_string();
             sub.set_player_name(name)?;

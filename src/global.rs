@@ -11,7 +11,7 @@ use parking_lot::ReentrantMutex;
 static GLOBAL: ReentrantMutex<RefCell<Option<Subsystem>>> = ReentrantMutex::new(RefCell::new(None));
 
 /// Run `f` with the global instance; `NotInitialized` before `NET_Init`.
-pub fn with_subsystem<T>(f: impl FnOnce(&mut Subsystem, Instant) -> NetResult<T>) -> NetResult<T> {
+pub fn with_subsystem<T>(f: impl FnOnce(&mut Subsystem) -> NetResult<T>) -> NetResult<T> {
     let guard = GLOBAL.lock();
     let mut slot = guard.try_borrow_mut().map_err(|_| {
         NetError::new(
@@ -25,7 +25,15 @@ pub fn with_subsystem<T>(f: impl FnOnce(&mut Subsystem, Instant) -> NetResult<T>
             "parsec-net is not initialized (call NET_Init first)",
         )
     })?;
-    f(sub, Instant::now())
+    f(sub)
+}
+
+/// [`with_subsystem`] for calls that run timers: `f` also gets the time of the call, read once
+/// the lock is held. Calls that do not need the time skip the clock read.
+pub fn with_subsystem_timed<T>(
+    f: impl FnOnce(&mut Subsystem, Instant) -> NetResult<T>,
+) -> NetResult<T> {
+    with_subsystem(|sub| f(sub, Instant::now()))
 }
 
 /// Create the instance if there is none. Returns true if it was created now.

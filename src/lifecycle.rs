@@ -19,7 +19,7 @@ pub extern "C" fn NET_Init() -> i32 {
                 jump_table::NET_ABI_VERSION
             );
         }
-        global::with_subsystem(|sub, _| {
+        global::with_subsystem(|sub| {
             jump_table::bind_protocol(sub.protocol());
             Ok(0)
         })

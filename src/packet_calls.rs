@@ -21,13 +21,13 @@ pub unsafe extern "C" fn NETs_ResolveNode(text: *const c_char, out: *mut NET_Nod
         require_non_null(out, "out")?;
         let text = read_c_text(text, net_core::subsystem::MAX_NODE_TEXT, "node text").inspect_err(
             |_| {
-                let _ = with_subsystem(|sub, _| {
+                let _ = with_subsystem(|sub| {
                     sub.note_refused_node_text();
                     Ok(())
                 });
             },
         )?;
-        let node = with_subsystem(|sub, _| sub.resolve_node(text))?;
+        let node = with_subsystem(|sub| sub.resolve_node(text))?;
         out.write(node);
         Ok(0)
     })
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn NETs_PrintNode(
         require_non_null(out, "out")?;
         require_sane_len(out_len, "out_len")?;
         let node = node.read();
-        let text = with_subsystem(|sub, _| sub.print_node(&node))?;
+        let text = with_subsystem(|sub| sub.print_node(&node))?;
         if text.len() + 1 > out_len {
             return Err(NetError::new(
                 ErrorCode::BufferTooSmall,
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn NETs_CompareNodes(a: *const NET_Node, b: *const NET_Nod
         require_non_null(a, "a")?;
         require_non_null(b, "b")?;
         let (a, b) = (a.read(), b.read());
-        let order = with_subsystem(|sub, _| sub.compare_nodes(&a, &b))?;
+        let order = with_subsystem(|sub| sub.compare_nodes(&a, &b))?;
         Ok(order as i32)
     })
 }
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn NETs_CompareNodes(a: *const NET_Node, b: *const NET_Nod
 pub unsafe extern "C" fn NETs_LocalNode(out: *mut NET_Node) -> i32 {
     guard_code(|| {
         require_non_null(out, "out")?;
-        let node = with_subsystem(|sub, _| sub.local_node())?;
+        let node = with_subsystem(|sub| sub.local_node())?;
         out.write(node);
         Ok(0)
     })
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn NETs_SendDatagram(
         require_sane_len(len, "len")?;
         let to = to.read();
         let data = std::slice::from_raw_parts(data.cast::<u8>(), len);
-        with_subsystem(|sub, _| sub.send_datagram(&to, data))?;
+        with_subsystem(|sub| sub.send_datagram(&to, data))?;
         Ok(0)
     })
 }
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn NETs_ReceiveDatagram(
         require_non_null(buf, "buf")?;
         require_sane_len(cap, "cap")?;
         let buf = std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap);
-        match with_subsystem(|sub, _| sub.receive_datagram(buf))? {
+        match with_subsystem(|sub| sub.receive_datagram(buf))? {
             None => Ok(0),
             Some((node, len)) => {
                 if !from.is_null() {

@@ -9,7 +9,7 @@ use net_core::master::ListedServer;
 use net_core::NetResult;
 
 use crate::ffi_guard::{guard_code, require_non_null, require_sane_len, write_c_text};
-use crate::global::with_subsystem;
+use crate::global::with_subsystem_timed;
 
 /// Capacity of `NET_ServerInfo.name` and `.os` (31 bytes and the NUL).
 pub const NET_SERVER_NAME_LEN: usize = 32;
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn NET_FetchServerList(
         if cap > 0 {
             require_non_null(out, "out")?;
         }
-        let entries: NetResult<Vec<NET_ServerInfo>> = with_subsystem(|sub, now| {
+        let entries: NetResult<Vec<NET_ServerInfo>> = with_subsystem_timed(|sub, now| {
             sub.request_server_list(now)?;
             let list = sub.server_list().servers();
             if !total.is_null() {

@@ -12,6 +12,7 @@ pub mod error;
 pub mod game;
 pub mod master;
 pub mod packet_api;
+pub mod pooled_bytes;
 pub mod protocol;
 pub mod relay;
 pub mod rmev;

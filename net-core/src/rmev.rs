@@ -1,10 +1,12 @@
 //! Remote events and ship state: what the game creates (`NET_RmEv*`) and what other clients
-//! replicate. Plain values with fixed-capacity strings, so steady-state traffic needs no heap
-//! allocation. The wire encoding of these types is in `wire`; their validity rules are checked
+//! replicate. Plain values with fixed-capacity strings; the two large payloads (chat text,
+//! custom data) live in recycled blocks (`pooled_bytes`), so steady-state traffic needs no heap
+//! allocation and events stay small to move. The wire encoding of these types is in `wire`; their validity rules are checked
 //! by the constructors here and again by the decoder.
 
 use std::fmt;
 
+use crate::pooled_bytes::PooledBytes;
 use crate::Node;
 
 /// Most players any protocol seats (slots 0-15).
@@ -77,20 +79,24 @@ pub struct ShortText<const N: usize> {
 
 /// A player name (at most 31 bytes).
 pub type PlayerName = ShortText<MAX_NAME_LEN>;
-/// A chat line (at most 255 bytes).
-pub type ChatText = ShortText<MAX_TEXT_LEN>;
+
+/// Whether `bytes` may be a text of at most `max` bytes.
+fn check_text(bytes: &[u8], max: usize) -> Result<(), TextError> {
+    if bytes.len() > max {
+        return Err(TextError::TooLong {
+            len: bytes.len(),
+            max,
+        });
+    }
+    if bytes.contains(&0) {
+        return Err(TextError::ContainsNul);
+    }
+    Ok(())
+}
 
 impl<const N: usize> ShortText<N> {
     pub fn new(bytes: &[u8]) -> Result<Self, TextError> {
-        if bytes.len() > N {
-            return Err(TextError::TooLong {
-                len: bytes.len(),
-                max: N,
-            });
-        }
-        if bytes.contains(&0) {
-            return Err(TextError::ContainsNul);
-        }
+        check_text(bytes, N)?;
         let mut out = ShortText {
             len: bytes.len() as u8,
             bytes: [0; N],
@@ -142,34 +148,71 @@ impl<const N: usize> Default for ShortText<N> {
     }
 }
 
-/// Custom game-defined payload (at most 256 bytes), stored inline.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CustomData {
-    len: u16,
-    bytes: [u8; MAX_CUSTOM_DATA],
+/// A chat line (at most 255 bytes, no NUL byte).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct ChatText(PooledBytes);
+
+impl ChatText {
+    pub fn new(bytes: &[u8]) -> Result<Self, TextError> {
+        check_text(bytes, MAX_TEXT_LEN)?;
+        // Within a block: MAX_TEXT_LEN < pooled_bytes::BLOCK_LEN.
+        Ok(ChatText(PooledBytes::copy_of(bytes).unwrap_or_default()))
+    }
+
+    pub fn empty() -> Self {
+        ChatText(PooledBytes::empty())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// Lossy UTF-8 view for display.
+    pub fn to_string_lossy(&self) -> String {
+        String::from_utf8_lossy(self.as_bytes()).into_owned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
+
+impl fmt::Debug for ChatText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string_lossy())
+    }
+}
+
+impl fmt::Display for ChatText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+/// Custom game-defined payload (at most 256 bytes).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct CustomData(PooledBytes);
 
 impl CustomData {
     pub fn new(bytes: &[u8]) -> Option<Self> {
         if bytes.len() > MAX_CUSTOM_DATA {
             return None;
         }
-        let mut out = CustomData {
-            len: bytes.len() as u16,
-            bytes: [0; MAX_CUSTOM_DATA],
-        };
-        out.bytes[..bytes.len()].copy_from_slice(bytes);
-        Some(out)
+        PooledBytes::copy_of(bytes).map(CustomData)
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+        self.0.as_bytes()
     }
 }
 
 impl fmt::Debug for CustomData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CustomData({} bytes)", self.len)
+        write!(f, "CustomData({} bytes)", self.0.len())
     }
 }
 

@@ -50,7 +50,8 @@ fn player_name() -> impl Strategy<Value = PlayerName> {
 }
 
 fn chat_text() -> impl Strategy<Value = ChatText> {
-    short_text::<MAX_TEXT_LEN>()
+    proptest::collection::vec(1u8..=255, 0..=MAX_TEXT_LEN)
+        .prop_map(|bytes| ChatText::new(&bytes).expect("no NUL, within the limit"))
 }
 
 fn node() -> impl Strategy<Value = Node> {

@@ -123,7 +123,7 @@ fn a_steady_exchange_allocates_nothing_per_packet() {
                 session
                     .queue_event(RemoteEvent::Custom {
                         custom_type: 9,
-                        data,
+                        data: data.clone(),
                         reliable,
                     })
                     .expect("queued");

@@ -42,7 +42,7 @@ fn name() -> impl Strategy<Value = PlayerName> {
 }
 
 fn text() -> impl Strategy<Value = ChatText> {
-    short_text::<MAX_TEXT_LEN>()
+    proptest::collection::vec(1u8..=255, 0..=MAX_TEXT_LEN).prop_map(|b| ChatText::new(&b).unwrap())
 }
 
 fn node() -> impl Strategy<Value = Node> {

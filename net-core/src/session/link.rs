@@ -27,6 +27,11 @@ pub struct LinkConfig {
     pub max_queued: usize,
     /// Most out-of-order reliable events held while an earlier one is missing.
     pub max_reorder: u32,
+    /// An acknowledgement alone is not worth a packet at the moment it became owed, only from
+    /// the next moment on: a game's frame (`NETs_MaintainNet`) receives and then sends at one
+    /// `now`, so the acknowledgement waits for the next frame and rides with the answers the
+    /// game queued in between. Off for the relay, which answers at once.
+    pub ack_with_next_frame: bool,
 }
 
 impl Default for LinkConfig {
@@ -38,6 +43,7 @@ impl Default for LinkConfig {
             max_in_flight: 1024,
             max_queued: 65_536,
             max_reorder: 8192,
+            ack_with_next_frame: false,
         }
     }
 }
@@ -183,7 +189,8 @@ pub struct Link {
     reorder: BTreeMap<u32, (Option<u8>, RemoteEvent)>,
     /// Sequence of the newest state delivered, per origin slot (index 16: no slot).
     latest_state_sequence: [Option<u32>; 17],
-    ack_owed: bool,
+    /// An acknowledgement is owed since this time (the packet that made it owed).
+    ack_owed: Option<Instant>,
     // --- measurement ---
     rtt: RttEstimator,
     loss_acked: u32,
@@ -207,7 +214,7 @@ impl Link {
             next_expected_id: 1,
             reorder: BTreeMap::new(),
             latest_state_sequence: [None; 17],
-            ack_owed: false,
+            ack_owed: None,
             rtt: RttEstimator {
                 srtt: None,
                 rttvar: Duration::ZERO,
@@ -260,9 +267,20 @@ impl Link {
     /// Whether something should be sent soon: an acknowledgement is owed, or events wait for
     /// their first transmission, or a retransmission is due at `now`.
     pub fn wants_to_send(&self, now: Instant) -> bool {
-        self.ack_owed
+        self.ack_due_at().is_some_and(|due| due <= now)
             || self.has_new_events()
             || self.next_retransmit(now).is_some_and(|t| t <= now)
+    }
+
+    /// When an owed acknowledgement is worth a packet of its own (see
+    /// [`LinkConfig::ack_with_next_frame`]); `None` when none is owed.
+    pub fn ack_due_at(&self) -> Option<Instant> {
+        let owed = self.ack_owed?;
+        Some(if self.config.ack_with_next_frame {
+            owed + Duration::from_nanos(1)
+        } else {
+            owed
+        })
     }
 
     /// Whether events wait for their first transmission (and the in-flight window has room for
@@ -428,11 +446,7 @@ impl Link {
             if !due {
                 continue;
             }
-            let wire = WireEvent {
-                reliable_id: Some(flight.id),
-                event: flight.event.clone(),
-            };
-            if !writer.push(&wire)? {
+            if !writer.push_parts(Some(flight.id), &flight.event)? {
                 break;
             }
             if flight.last_sent.is_some() {
@@ -453,11 +467,7 @@ impl Link {
                 break;
             }
             let id = reliable.then_some(self.next_reliable_id);
-            let wire = WireEvent {
-                reliable_id: id,
-                event: event.clone(),
-            };
-            if !writer.push(&wire)? {
+            if !writer.push_parts(id, event)? {
                 break;
             }
             let (origin, tag, event) = self.queued.remove(index).expect("index exists");
@@ -483,7 +493,7 @@ impl Link {
             reliable_ids: carried,
             acked: false,
         });
-        self.ack_owed = false;
+        self.ack_owed = None;
         self.stats.packets_sent += 1;
         Ok(len)
     }
@@ -574,7 +584,7 @@ impl Link {
                     });
                 }
                 Some(id) => {
-                    self.ack_owed = true;
+                    self.ack_owed.get_or_insert(now);
                     self.receive_reliable(id, origin, &wire.event, out);
                 }
             }

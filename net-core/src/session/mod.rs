@@ -87,7 +87,10 @@ impl Default for SessionConfig {
             keepalive_interval: Duration::from_millis(500),
             peer_timeout: Duration::from_secs(20),
             max_payload: 1400,
-            link: LinkConfig::default(),
+            link: LinkConfig {
+                ack_with_next_frame: true,
+                ..LinkConfig::default()
+            },
         }
     }
 }
@@ -604,11 +607,20 @@ impl Session {
         let limit = self.config.link.max_queued;
         self.game_event_serial += 1;
         let serial = self.game_event_serial;
-        for remote in &mut self.remotes {
+        // Each link gets a copy; the last one gets the event itself.
+        let last = self.remotes.len().saturating_sub(1);
+        let mut event = Some(event);
+        for (index, remote) in self.remotes.iter_mut().enumerate() {
+            let copy = if index == last {
+                event.take()
+            } else {
+                event.clone()
+            };
+            let Some(copy) = copy else { break };
             match remote.held.as_mut() {
                 Some((held, _)) if held.len() >= limit => return Err(full()),
-                Some((held, _)) => held.push((serial, event.clone())),
-                None if !remote.link.queue_tagged(serial, event.clone()) => return Err(full()),
+                Some((held, _)) => held.push((serial, copy)),
+                None if !remote.link.queue_tagged(serial, copy) => return Err(full()),
                 None => {}
             }
         }
@@ -1113,6 +1125,9 @@ impl Session {
             );
             consider(remote.last_heard + self.config.peer_timeout);
             if let Some(t) = remote.link.next_retransmit(remote.last_heard) {
+                consider(t);
+            }
+            if let Some(t) = remote.link.ack_due_at() {
                 consider(t);
             }
             if let Some((_, since)) = remote.held {

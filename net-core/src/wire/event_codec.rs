@@ -8,8 +8,9 @@
 use super::cursor::{Reader, Writer};
 use super::error::{DecodeError, DecodeProblem, EncodeError};
 use crate::rmev::{
-    ConnectRequest, CustomData, EarlierTokens, EventType, PlayerListEntry, RemoteEvent, ResumeStep,
-    ShortText, MAX_CUSTOM_DATA, MAX_EARLIER_TOKENS, MAX_LIST_ID, MAX_SLOTS,
+    ChatText, ConnectRequest, CustomData, EarlierTokens, EventType, PlayerListEntry, RemoteEvent,
+    ResumeStep, ShortText, MAX_CUSTOM_DATA, MAX_EARLIER_TOKENS, MAX_LIST_ID, MAX_SLOTS,
+    MAX_TEXT_LEN,
 };
 use crate::Node;
 
@@ -84,12 +85,13 @@ pub fn body_len(event: &RemoteEvent) -> usize {
 
 /// Bytes the whole event (header, reliable id if any, body) takes on the wire.
 pub fn encoded_len(ev: &WireEvent) -> usize {
-    let id = if ev.reliable_id.is_some() {
-        RELIABLE_ID_LEN
-    } else {
-        0
-    };
-    EVENT_HEADER_LEN + id + body_len(&ev.event)
+    encoded_len_of(ev.reliable_id.is_some(), &ev.event)
+}
+
+/// [`encoded_len`] of `event` carried with (`reliable`) or without a reliable id.
+pub fn encoded_len_of(reliable: bool, event: &RemoteEvent) -> usize {
+    let id = if reliable { RELIABLE_ID_LEN } else { 0 };
+    EVENT_HEADER_LEN + id + body_len(event)
 }
 
 fn finite(values: &[f32]) -> Result<(), EncodeError> {
@@ -118,13 +120,18 @@ fn entry_count(n: usize) -> Result<(), EncodeError> {
 
 /// Check every rule the decoder enforces on an event, without writing anything.
 pub fn validate_event(ev: &WireEvent) -> Result<(), EncodeError> {
-    if ev.reliable_id.is_some() != ev.event.is_reliable() {
+    validate_parts(ev.reliable_id, &ev.event)
+}
+
+/// [`validate_event`] of `event` carried with `reliable_id`.
+pub fn validate_parts(reliable_id: Option<u32>, event: &RemoteEvent) -> Result<(), EncodeError> {
+    if reliable_id.is_some() != event.is_reliable() {
         return Err(EncodeError::BadReliableFlag);
     }
-    if ev.reliable_id == Some(0) {
+    if reliable_id == Some(0) {
         return Err(EncodeError::ZeroReliableId);
     }
-    match &ev.event {
+    match event {
         RemoteEvent::CreateObject {
             object_id: id,
             pos,
@@ -210,12 +217,16 @@ pub fn validate_event(ev: &WireEvent) -> Result<(), EncodeError> {
 /// position the caller committed; callers only send up to what they committed.
 pub fn write_event(w: &mut Writer<'_>, ev: &WireEvent) -> Result<(), EncodeError> {
     validate_event(ev)?;
-    write_validated(w, ev)
+    write_validated(w, ev.reliable_id, &ev.event)
 }
 
-/// Write an event already checked by [`validate_event`].
-pub(crate) fn write_validated(w: &mut Writer<'_>, ev: &WireEvent) -> Result<(), EncodeError> {
-    let needed = encoded_len(ev);
+/// Write an event already checked by [`validate_parts`].
+pub(crate) fn write_validated(
+    w: &mut Writer<'_>,
+    reliable_id: Option<u32>,
+    event: &RemoteEvent,
+) -> Result<(), EncodeError> {
+    let needed = encoded_len_of(reliable_id.is_some(), event);
     if needed > w.remaining() {
         return Err(EncodeError::DoesNotFit {
             needed: w.position().saturating_add(needed),
@@ -224,23 +235,22 @@ pub(crate) fn write_validated(w: &mut Writer<'_>, ev: &WireEvent) -> Result<(), 
     }
     // Bodies are at most 1 + 16 * 70 bytes by the count limit, so this cannot fail after
     // validation; it is checked rather than assumed.
-    let body = u16::try_from(body_len(&ev.event)).map_err(|_| EncodeError::BadCount(usize::MAX))?;
-    w.u8(ev.event.event_type() as u8)?;
-    w.u8(if ev.reliable_id.is_some() {
+    let body = u16::try_from(body_len(event)).map_err(|_| EncodeError::BadCount(usize::MAX))?;
+    w.u8(event.event_type() as u8)?;
+    w.u8(if reliable_id.is_some() {
         EVENT_FLAG_RELIABLE
     } else {
         0
     })?;
     w.u16(body)?;
-    if let Some(id) = ev.reliable_id {
+    if let Some(id) = reliable_id {
         w.u32(id)?;
     }
-    write_body(w, &ev.event)
+    write_body(w, event)
 }
 
-fn write_text<const N: usize>(w: &mut Writer<'_>, text: &ShortText<N>) -> Result<(), EncodeError> {
-    let bytes = text.as_bytes();
-    // ShortText holds at most N <= 255 bytes.
+fn write_text(w: &mut Writer<'_>, bytes: &[u8]) -> Result<(), EncodeError> {
+    // Texts (names, chat) hold at most 255 bytes.
     let len = u8::try_from(bytes.len()).map_err(|_| EncodeError::DoesNotFit {
         needed: bytes.len(),
         available: usize::from(u8::MAX),
@@ -301,8 +311,8 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
             w.u32(*object_id)?;
             w.u8(*list_id)
         }
-        RemoteEvent::SendText(text) => write_text(w, text),
-        RemoteEvent::PlayerName(name) => write_text(w, name),
+        RemoteEvent::SendText(text) => write_text(w, text.as_bytes()),
+        RemoteEvent::PlayerName(name) => write_text(w, name.as_bytes()),
         RemoteEvent::ParticleObject {
             particle_type,
             origin,
@@ -342,7 +352,7 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
                 w.u8(if e.joined { PLAYER_FLAG_JOINED } else { 0 })?;
                 w.u32(e.token)?;
                 w.bytes(&e.node.bytes)?;
-                write_text(w, &e.name)?;
+                write_text(w, e.name.as_bytes())?;
             }
             Ok(())
         }
@@ -351,7 +361,7 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
             for r in requests {
                 w.u32(r.token)?;
                 w.bytes(&r.node.bytes)?;
-                write_text(w, &r.name)?;
+                write_text(w, r.name.as_bytes())?;
             }
             Ok(())
         }
@@ -448,8 +458,21 @@ fn read_node(r: &mut Reader<'_>) -> Result<Node, DecodeError> {
 
 fn read_text<const N: usize>(r: &mut Reader<'_>) -> Result<ShortText<N>, DecodeError> {
     let at = r.offset();
+    let bytes = read_text_bytes(r, N)?;
+    ShortText::new(bytes).map_err(|_| DecodeError::new(at, DecodeProblem::TextTooLong))
+}
+
+fn read_chat(r: &mut Reader<'_>) -> Result<ChatText, DecodeError> {
+    let at = r.offset();
+    let bytes = read_text_bytes(r, MAX_TEXT_LEN)?;
+    ChatText::new(bytes).map_err(|_| DecodeError::new(at, DecodeProblem::TextTooLong))
+}
+
+/// A length-prefixed text of at most `max` bytes without NUL bytes.
+fn read_text_bytes<'a>(r: &mut Reader<'a>, max: usize) -> Result<&'a [u8], DecodeError> {
+    let at = r.offset();
     let len = usize::from(r.u8()?);
-    if len > N {
+    if len > max {
         return Err(DecodeError::new(at, DecodeProblem::TextTooLong));
     }
     let start = r.offset();
@@ -460,7 +483,7 @@ fn read_text<const N: usize>(r: &mut Reader<'_>) -> Result<ShortText<N>, DecodeE
             DecodeProblem::TextContainsNul,
         ));
     }
-    ShortText::new(bytes).map_err(|_| DecodeError::new(at, DecodeProblem::TextTooLong))
+    Ok(bytes)
 }
 
 fn read_count(r: &mut Reader<'_>) -> Result<usize, DecodeError> {
@@ -512,7 +535,7 @@ fn read_body(
             }
             RemoteEvent::KillObject { object_id, list_id }
         }
-        EventType::SendText => RemoteEvent::SendText(read_text(r)?),
+        EventType::SendText => RemoteEvent::SendText(read_chat(r)?),
         EventType::PlayerName => RemoteEvent::PlayerName(read_text(r)?),
         EventType::ParticleObject => RemoteEvent::ParticleObject {
             particle_type: r.u16()?,

@@ -17,7 +17,10 @@ pub mod packet;
 
 pub use cursor::{Reader, Writer};
 pub use error::{DecodeError, DecodeProblem, EncodeError};
-pub use event_codec::{body_len, encoded_len, read_event, validate_event, write_event, WireEvent};
+pub use event_codec::{
+    body_len, encoded_len, encoded_len_of, read_event, validate_event, validate_parts, write_event,
+    WireEvent,
+};
 pub use header::{Ack, PacketHeader, PacketType};
 pub use packet::{
     decode_packet, encode_packet, DecodedPacket, PacketWriter, MAX_EVENTS_PER_PACKET,

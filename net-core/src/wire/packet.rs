@@ -8,10 +8,12 @@
 
 use super::cursor::{Reader, Writer};
 use super::error::{DecodeError, DecodeProblem, EncodeError};
-use super::event_codec::{encoded_len, read_event, validate_event, write_validated, WireEvent};
+use super::event_codec::{
+    encoded_len, encoded_len_of, read_event, validate_parts, write_validated, WireEvent,
+};
 use super::header::{read_header, write_header, PacketHeader, EVENT_COUNT_OFFSET};
 use super::{HEADER_LEN, SHIP_STATE_LEN};
-use crate::rmev::{ShipState, GAME_AREA_LEN};
+use crate::rmev::{RemoteEvent, ShipState, GAME_AREA_LEN};
 
 /// Most events one packet can carry (the event count is one byte).
 pub const MAX_EVENTS_PER_PACKET: usize = u8::MAX as usize;
@@ -85,8 +87,20 @@ impl<'a> PacketWriter<'a> {
     /// event can go into the next packet. `Err` for an event that breaks a rule (it can never be
     /// encoded); nothing is written then either.
     pub fn push(&mut self, ev: &WireEvent) -> Result<bool, EncodeError> {
-        validate_event(ev)?;
-        if usize::from(self.count) >= MAX_EVENTS_PER_PACKET || encoded_len(ev) > self.remaining() {
+        self.push_parts(ev.reliable_id, &ev.event)
+    }
+
+    /// [`PacketWriter::push`] of `event` carried with `reliable_id`, without making a
+    /// [`WireEvent`] of it.
+    pub fn push_parts(
+        &mut self,
+        reliable_id: Option<u32>,
+        event: &RemoteEvent,
+    ) -> Result<bool, EncodeError> {
+        validate_parts(reliable_id, event)?;
+        if usize::from(self.count) >= MAX_EVENTS_PER_PACKET
+            || encoded_len_of(reliable_id.is_some(), event) > self.remaining()
+        {
             return Ok(false);
         }
         let available = self.buf.len();
@@ -98,7 +112,7 @@ impl<'a> PacketWriter<'a> {
                 available,
             })?;
         let mut w = Writer::new(rest);
-        write_validated(&mut w, ev)?;
+        write_validated(&mut w, reliable_id, event)?;
         self.len = self.len.saturating_add(w.position());
         self.count = self.count.saturating_add(1);
         if let Some(count) = self.buf.get_mut(EVENT_COUNT_OFFSET) {
