@@ -617,7 +617,7 @@ int32_t NETs_Unjoin(uint8_t flag);
 int32_t NETs_UpdateName(void);
 
 /**
- * Call once per frame: receive, run timers, send.
+ * Call once per frame: send what the game queued, receive, run timers, send what became due.
  */
 void NETs_MaintainNet(void);
 

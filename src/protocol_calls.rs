@@ -8,13 +8,13 @@ use net_core::protocol::ProtocolKind;
 use net_core::NetResult;
 
 use crate::ffi_guard::{guard, guard_code};
-use crate::global::with_subsystem;
+use crate::global::with_subsystem_timed;
 
 fn call(
     _module: u8,
     f: impl FnOnce(&mut net_core::Subsystem, std::time::Instant) -> NetResult<()>,
 ) -> i32 {
-    guard_code(|| with_subsystem(|sub, now| f(sub, now).map(|()| 0)))
+    guard_code(|| with_subsystem_timed(|sub, now| f(sub, now).map(|()| 0)))
 }
 
 pub extern "C" fn connect_via<const K: u8>() -> i32 {
@@ -49,7 +49,7 @@ pub extern "C" fn maintain_via<const K: u8>() {
     guard(
         |_| (),
         || {
-            with_subsystem(|sub, now| {
+            with_subsystem_timed(|sub, now| {
                 sub.maintain(now);
                 Ok(())
             })
@@ -90,7 +90,7 @@ pub extern "C" fn NETs_UpdateName() -> i32 {
     update_name_via::<UNBOUND>()
 }
 
-/// Call once per frame: receive, run timers, send.
+/// Call once per frame: send what the game queued, receive, run timers, send what became due.
 #[no_mangle]
 pub extern "C" fn NETs_MaintainNet() {
     maintain_via::<UNBOUND>()

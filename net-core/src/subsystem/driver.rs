@@ -224,11 +224,8 @@ impl Subsystem {
 
     /// Queue a remote event for the others (`NET_RmEv*`).
     pub fn queue_remote_event(&mut self, event: RemoteEvent) -> NetResult<()> {
-        crate::wire::validate_event(&crate::wire::WireEvent {
-            reliable_id: event.is_reliable().then_some(1),
-            event: event.clone(),
-        })
-        .map_err(|e| NetError::invalid(format!("remote event refused: {e}")))?;
+        crate::wire::validate_parts(event.is_reliable().then_some(1), &event)
+            .map_err(|e| NetError::invalid(format!("remote event refused: {e}")))?;
         self.session_mut("send event")?.queue_event(event)
     }
 
@@ -283,32 +280,47 @@ impl Subsystem {
 
     // ----- the frame --------------------------------------------------------------------------
 
-    /// Once per frame: receive, run timers, send; then hand events to the game.
+    /// Once per frame: send, receive, run timers, send what that made due; then hand events to
+    /// the game.
+    ///
+    /// Sending comes first, so what the game queued since the last frame (its answers to the
+    /// events it polled then) leaves without waiting behind a receive system call, carrying the
+    /// acknowledgements owed for what arrived in the last frame. After receiving, what the
+    /// protocol must say at once (replies, events released by a resumption) goes out in the
+    /// same frame; an acknowledgement alone waits for the next frame and the answers the game
+    /// queues in between (`LinkConfig::ack_with_next_frame`), so a game that answers in its
+    /// next frame sends one packet, not an acknowledgement and then its answer.
     pub fn maintain(&mut self, now: Instant) {
+        self.send_frame(now);
         self.receive_for_protocol(now);
         if let Some(protocol) = self.protocol.as_mut() {
             if protocol.poll_timeout().is_some_and(|t| t <= now) {
                 protocol.handle_timeout(now);
             }
-            if let Some(session) = protocol.session_mut() {
-                session.set_local_state(*self.game.local_state());
-                if self.game.has_position_callback() {
-                    let game = &mut self.game;
-                    session.refresh_positions(&mut |id| game.position_of(id));
-                }
-            }
         }
         self.drive_stream(now);
-        let options = self.current_options();
-        self.send_transmits(now, &options);
-        if let Err(err) = self.packets.flush(&options) {
-            log::debug!("maintain: flush: {err}");
-        }
+        self.send_frame(now);
         self.take_protocol_output(now);
         if let Some(event) = self.server_list.maintain(now) {
             self.game.deliver(now, event);
         }
         self.game.advance_playback(now);
+    }
+
+    /// Give the session the game's state and object positions, then send every datagram due.
+    fn send_frame(&mut self, now: Instant) {
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            session.set_local_state(*self.game.local_state());
+            if self.game.has_position_callback() {
+                let game = &mut self.game;
+                session.refresh_positions(&mut |id| game.position_of(id));
+            }
+        }
+        let options = self.current_options();
+        self.send_transmits(now, &options);
+        if let Err(err) = self.packets.flush(&options) {
+            log::debug!("maintain: flush: {err}");
+        }
     }
 
     /// Give a new star session the events the one before a backend switch did not get
