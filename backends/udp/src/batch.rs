@@ -41,10 +41,16 @@ struct Entry {
 /// The receive queue and buffers of one OS socket.
 pub struct Batch {
     buffers: Box<[u8]>,
+    /// Where `recvmmsg` writes the senders' addresses (kept, so no call zeroes 4 KiB of them;
+    /// only the `namelen` bytes the kernel reports are ever read).
+    names: Box<[libc::sockaddr_storage; BATCH]>,
     entries: [Entry; BATCH],
     head: usize,
     len: usize,
     use_recvmmsg: bool,
+    /// The last refill's final system call read fewer datagrams than it could take: the socket
+    /// was empty right after it.
+    emptied_socket: bool,
 }
 
 impl Batch {
@@ -52,10 +58,13 @@ impl Batch {
     pub fn new(use_recvmmsg: bool) -> Batch {
         Batch {
             buffers: vec![0u8; BATCH * SLOT_SIZE].into_boxed_slice(),
+            // SAFETY: all-zero bytes are a valid sockaddr_storage.
+            names: Box::new(unsafe { mem::zeroed() }),
             entries: [Entry::default(); BATCH],
             head: 0,
             len: 0,
             use_recvmmsg,
+            emptied_socket: false,
         }
     }
 
@@ -80,12 +89,17 @@ impl Batch {
     pub fn refill(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
         self.head = 0;
         self.len = 0;
+        self.emptied_socket = false;
         let mut rounds = 0;
         let mut icmp_skips = 0;
+        let capacity = if self.uses_recvmmsg() { BATCH } else { 1 };
         while rounds < MAX_ROUNDS && self.len == 0 {
             match self.read_once(fd, stats) {
                 Ok(0) => break,
-                Ok(_) => rounds += 1,
+                Ok(read) => {
+                    rounds += 1;
+                    self.emptied_socket = read < capacity;
+                }
                 Err(e) if oserr::is_interrupted(&e) => {}
                 Err(e) if oserr::is_would_block(&e) => break,
                 Err(e) if oserr::is_stale_icmp(&e) => {
@@ -116,6 +130,12 @@ impl Batch {
         self.read_single(fd, stats)
     }
 
+    /// Whether the last refill left the socket empty (its last `recvmmsg` read fewer datagrams
+    /// than it asked for), so asking again at once would only answer "nothing".
+    pub fn emptied_socket(&self) -> bool {
+        self.emptied_socket
+    }
+
     /// Whether this queue still fills with `recvmmsg` (false after the ENOSYS step-down).
     pub fn uses_recvmmsg(&self) -> bool {
         cfg!(any(target_os = "linux", target_os = "android"))
@@ -126,8 +146,6 @@ impl Batch {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn read_many(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
         // SAFETY: these are plain C structs for which all-zero bytes are a valid value.
-        let mut names: [libc::sockaddr_storage; BATCH] = unsafe { mem::zeroed() };
-        // SAFETY: as above.
         let mut iovecs: [libc::iovec; BATCH] = unsafe { mem::zeroed() };
         // SAFETY: as above.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
@@ -139,7 +157,7 @@ impl Batch {
             iov.iov_len = slot.len();
         }
         let iov_ptr = iovecs.as_mut_ptr();
-        let name_ptr = names.as_mut_ptr();
+        let name_ptr = self.names.as_mut_ptr();
         for (i, msg) in msgs.iter_mut().enumerate() {
             msg.msg_hdr.msg_name = name_ptr.wrapping_add(i).cast();
             msg.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -163,7 +181,8 @@ impl Batch {
             return Err(io::Error::last_os_error());
         }
         let n = (n as usize).min(BATCH);
-        for (slot, (msg, name)) in msgs.iter().zip(names.iter()).take(n).enumerate() {
+        for (slot, msg) in msgs.iter().take(n).enumerate() {
+            let name = &self.names[slot];
             let truncated = msg.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let from = sockaddr_to_node(name, msg.msg_hdr.msg_namelen);
             self.accept(slot, msg.msg_len as usize, truncated, from, stats);

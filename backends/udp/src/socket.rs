@@ -50,6 +50,10 @@ pub struct UdpSocket {
     options: Options,
     /// Which OS socket the next refill reads first, so IPv4 and IPv6 take turns.
     refill_v6_next: bool,
+    /// The last refill drained the only OS socket: once its datagrams are taken, the next
+    /// receive answers "nothing" without a system call (the caller's receive loop ends there;
+    /// the call after that reads the socket again). Saves one `recvmmsg` per busy frame.
+    skip_next_refill: bool,
     last_error: String,
     stats: Stats,
 }
@@ -72,6 +76,7 @@ impl UdpSocket {
                 .map(|(socket, port)| Endpoint::new(socket, port, use_recvmmsg)),
             options,
             refill_v6_next: false,
+            skip_next_refill: false,
             last_error: pair.v6_note.unwrap_or_default(),
             stats: Stats::default(),
         }))
@@ -202,7 +207,9 @@ impl UdpSocket {
     /// Read from the OS sockets into the empty queues: at most one system call per OS socket,
     /// starting with the one whose turn it is.
     fn refill(&mut self) -> Result<(), i32> {
-        for _ in 0..2 {
+        // Each OS socket once (an IPv4-only socket is not read twice).
+        let sockets = 1 + usize::from(self.v6.is_some());
+        for _ in 0..sockets {
             let use_v6 = self.refill_v6_next && self.v6.is_some();
             self.refill_v6_next = !use_v6 && self.v6.is_some();
             let endpoint = match (use_v6, self.v6.as_mut()) {
@@ -235,7 +242,12 @@ impl UdpSocket {
     /// truncating it would deliver corrupt data.
     pub fn receive(&mut self, cap: usize) -> Result<Option<(NET_Node, &[u8])>, i32> {
         if !self.has_queued() {
+            if std::mem::take(&mut self.skip_next_refill) {
+                return Ok(None);
+            }
             self.refill()?;
+            self.skip_next_refill =
+                self.v6.is_none() && self.has_queued() && self.v4.batch.emptied_socket();
         }
         let batch = if !self.v4.batch.is_empty() {
             &mut self.v4.batch
@@ -262,6 +274,8 @@ impl UdpSocket {
 
     /// Wait up to `timeout_ms` for a datagram: 1 ready, 0 timed out, < 0 error.
     pub fn wait(&mut self, timeout_ms: u32) -> i32 {
+        // Whoever waits wants the socket read again afterwards.
+        self.skip_next_refill = false;
         if self.has_queued() {
             return 1;
         }
@@ -360,4 +374,63 @@ impl UdpSocket {
 fn poll_timeout(left: Duration) -> libc::c_int {
     let ms = left.as_micros().div_ceil(1000);
     ms.min(libc::c_int::MAX as u128) as libc::c_int
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket as StdUdpSocket;
+
+    fn wait_for_data(socket: &mut UdpSocket) {
+        assert_eq!(socket.wait(2000), 1, "nothing arrived in 2 s");
+    }
+
+    #[test]
+    fn a_drained_batch_ends_the_receive_loop_without_another_system_call() {
+        let mut socket = UdpSocket::open(0, "bind=127.0.0.1\nipv6=0").expect("open");
+        let sender = StdUdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = ("127.0.0.1", socket.ipv4_port());
+        for round in 0..3u8 {
+            for i in 0..3u8 {
+                sender.send_to(&[round, i], to).unwrap();
+            }
+            // All three are waiting before the loop starts.
+            for _ in 0..200 {
+                wait_for_data(&mut socket);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                let before = socket.stats().receive_syscalls;
+                let mut got = Vec::new();
+                while let Some((_, data)) = socket.receive(1400).expect("receive") {
+                    got.push(data.to_vec());
+                }
+                let calls = socket.stats().receive_syscalls - before;
+                if got.len() == 3 {
+                    assert_eq!(calls, 1, "one recvmmsg read all three and ended the loop");
+                    break;
+                }
+                assert!(got.len() < 3, "more than was sent: {got:?}");
+            }
+            // The next loop (the next frame) reads the socket again.
+            let before = socket.stats().receive_syscalls;
+            assert!(socket.receive(1400).expect("receive").is_none());
+            assert_eq!(socket.stats().receive_syscalls - before, 1);
+        }
+    }
+
+    #[test]
+    fn a_wait_after_a_drained_batch_reads_the_socket_again() {
+        let mut socket = UdpSocket::open(0, "bind=127.0.0.1\nipv6=0").expect("open");
+        let sender = StdUdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = ("127.0.0.1", socket.ipv4_port());
+        sender.send_to(b"first", to).unwrap();
+        wait_for_data(&mut socket);
+        assert_eq!(socket.receive(1400).unwrap().unwrap().1, b"first");
+        sender.send_to(b"second", to).unwrap();
+        wait_for_data(&mut socket);
+        let (_, data) = socket
+            .receive(1400)
+            .unwrap()
+            .expect("the waited-for datagram");
+        assert_eq!(data, b"second");
+    }
 }
