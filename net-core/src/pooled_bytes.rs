@@ -17,6 +17,10 @@ pub const BLOCK_LEN: usize = 256;
 
 /// Most free blocks one thread keeps (256 KiB); more are given back to the allocator.
 const FREE_LIST_CAP: usize = 1024;
+/// Blocks a thread makes at once the first time it needs one (64 KiB): enough for the events a
+/// busy link holds (in flight, queued, waiting for the game), so traffic after the first event
+/// does not allocate while the number of payloads alive grows to its working level.
+const FIRST_BLOCKS: usize = 256;
 
 type Block = Box<[u8; BLOCK_LEN]>;
 
@@ -24,22 +28,36 @@ thread_local! {
     static FREE_BLOCKS: RefCell<Vec<Block>> = const { RefCell::new(Vec::new()) };
 }
 
+fn new_block() -> Block {
+    Box::new([0; BLOCK_LEN])
+}
+
+/// Set up a thread's free list the first time it is used: its full capacity, so it never grows
+/// in the middle of traffic, and the first blocks.
+fn prepare(free: &mut Vec<Block>) {
+    if free.capacity() == 0 {
+        free.reserve_exact(FREE_LIST_CAP);
+        free.extend((0..FIRST_BLOCKS).map(|_| new_block()));
+    }
+}
+
 fn take_block() -> Block {
     FREE_BLOCKS
-        .try_with(|free| free.try_borrow_mut().ok().and_then(|mut free| free.pop()))
+        .try_with(|free| {
+            let mut free = free.try_borrow_mut().ok()?;
+            prepare(&mut free);
+            free.pop()
+        })
         .ok()
         .flatten()
-        .unwrap_or_else(|| Box::new([0; BLOCK_LEN]))
+        .unwrap_or_else(new_block)
 }
 
 fn give_back(block: Block) {
     // When the thread's list is gone (thread exit) or full, the block is simply freed.
     let _ = FREE_BLOCKS.try_with(move |free| {
         if let Ok(mut free) = free.try_borrow_mut() {
-            if free.capacity() == 0 {
-                // Once, so the list never grows (allocates) in the middle of traffic.
-                free.reserve_exact(FREE_LIST_CAP);
-            }
+            prepare(&mut free);
             if free.len() < FREE_LIST_CAP {
                 free.push(block);
             }

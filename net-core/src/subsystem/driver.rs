@@ -291,15 +291,16 @@ impl Subsystem {
     /// queues in between (`LinkConfig::ack_with_next_frame`), so a game that answers in its
     /// next frame sends one packet, not an acknowledgement and then its answer.
     pub fn maintain(&mut self, now: Instant) {
-        self.send_frame(now);
-        self.receive_for_protocol(now);
+        let options = self.current_options();
+        self.send_frame(now, &options);
+        self.receive_with(now, &options);
         if let Some(protocol) = self.protocol.as_mut() {
             if protocol.poll_timeout().is_some_and(|t| t <= now) {
                 protocol.handle_timeout(now);
             }
         }
         self.drive_stream(now);
-        self.send_frame(now);
+        self.send_frame(now, &options);
         self.take_protocol_output(now);
         if let Some(event) = self.server_list.maintain(now) {
             self.game.deliver(now, event);
@@ -308,7 +309,7 @@ impl Subsystem {
     }
 
     /// Give the session the game's state and object positions, then send every datagram due.
-    fn send_frame(&mut self, now: Instant) {
+    fn send_frame(&mut self, now: Instant, options: &str) {
         if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
             session.set_local_state(*self.game.local_state());
             if self.game.has_position_callback() {
@@ -316,9 +317,8 @@ impl Subsystem {
                 session.refresh_positions(&mut |id| game.position_of(id));
             }
         }
-        let options = self.current_options();
-        self.send_transmits(now, &options);
-        if let Err(err) = self.packets.flush(&options) {
+        self.send_transmits(now, options);
+        if let Err(err) = self.packets.flush(options) {
             log::debug!("maintain: flush: {err}");
         }
     }
@@ -361,12 +361,16 @@ impl Subsystem {
     /// the rest is kept for `NETs_ReceiveDatagram`.
     fn receive_for_protocol(&mut self, now: Instant) {
         let options = self.current_options();
+        self.receive_with(now, &options);
+    }
+
+    fn receive_with(&mut self, now: Instant, options: &str) {
         let active = self.protocol.as_ref().is_some_and(|p| p.is_active());
         if !(self.packets.is_open() || active) {
             return;
         }
         for _ in 0..MAX_RECEIVE_PER_FRAME {
-            match self.packets.receive_new(&options) {
+            match self.packets.receive_new(options) {
                 Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
                     self.route_to_protocol(now, datagram)
                 }
