@@ -167,3 +167,8 @@ pub type NET_BackendEntryFn =
     unsafe extern "C" fn(core_abi_version: u32) -> *const NET_BackendVTable;
 
 pub mod helpers;
+pub mod shim;
+
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod conformance;

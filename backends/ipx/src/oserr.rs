@@ -14,24 +14,8 @@ use parsec_backend_abi::{
     NET_BACKEND_ERR_UNSUPPORTED,
 };
 
-/// `open` failed: an ABI result code and a one-line message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenError {
-    /// A `NET_BACKEND_ERR_*` code.
-    pub code: i32,
-    /// One line, starting with "ipx: ".
-    pub message: String,
-}
-
-impl OpenError {
-    /// An error with the given code and message.
-    pub fn new(code: i32, message: impl Into<String>) -> OpenError {
-        OpenError {
-            code,
-            message: message.into(),
-        }
-    }
-}
+/// `open` failed: an ABI result code and a one-line message (starting with "ipx: ").
+pub use parsec_backend_abi::shim::OpenError;
 
 /// The message when the process may not open raw packet sockets.
 pub const NEED_CAP_NET_RAW: &str =

@@ -1,13 +1,14 @@
 //! One open IPX backend socket: its raw packet socket, the interface and IPX address it uses,
 //! the counters and the last error, and the operations the vtable exposes on a socket (send,
-//! receive, wait, broadcast_node, local_node). Opening is [`IpxSocket::open`]; closing is
-//! dropping it.
+//! receive, wait, broadcast_node, local_node: the `BackendSocket` trait, whose C side
+//! `parsec_backend_abi::shim` provides). Opening is [`IpxSocket::open`]; closing is dropping it.
 //!
 //! This module must never panic on input from the network or the caller, never block except in
 //! `wait`, and never deliver a frame that is not a well-formed IPX packet for this socket.
 
 use std::time::Duration;
 
+use parsec_backend_abi::shim::BackendSocket;
 use parsec_backend_abi::{
     NET_Node, NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_TOO_LARGE,
     NET_BACKEND_ERR_UNREACHABLE, NET_BACKEND_OK, NET_BACKEND_WOULD_BLOCK,
@@ -22,8 +23,6 @@ use crate::oserr::{self, OpenError};
 use crate::raw::RawSocket;
 use crate::stats::Stats;
 
-/// Marks a live socket; cleared by [`IpxSocket::retire`] so a stale handle is caught more often.
-const LIVE_MAGIC: u64 = u64::from_be_bytes(*b"ipxsock1");
 /// Receive buffer: a full standard Ethernet frame (with a VLAN tag) fits; longer ones are
 /// counted as oversize.
 const RECEIVE_BUFFER: usize = 2048;
@@ -35,7 +34,6 @@ const PAYLOAD_AT: usize = ETH_HEADER_LEN + IPX_HEADER_LEN;
 
 /// The state behind one backend socket handle.
 pub struct IpxSocket {
-    magic: u64,
     raw: RawSocket,
     interface: Interface,
     local: IpxAddr,
@@ -53,7 +51,7 @@ fn mac_text(mac: &[u8]) -> String {
 impl IpxSocket {
     /// Open a socket for IPX socket number `port` (0: [`DEFAULT_SOCKET`]) with the given option
     /// lines. Errors carry an ABI result code and a one-line message.
-    pub fn open(port: u16, options_text: &str) -> Result<Box<IpxSocket>, OpenError> {
+    pub fn open(port: u16, options_text: &str) -> Result<IpxSocket, OpenError> {
         let options = options::parse(options_text)
             .map_err(|message| OpenError::new(NET_BACKEND_ERR_INVALID, message))?;
         // The socket first: without CAP_NET_RAW that is the error the user needs to see.
@@ -86,8 +84,7 @@ impl IpxSocket {
             node: interface.mac,
             socket: if port == 0 { DEFAULT_SOCKET } else { port },
         };
-        Ok(Box::new(IpxSocket {
-            magic: LIVE_MAGIC,
+        Ok(IpxSocket {
             raw,
             interface,
             local,
@@ -95,27 +92,12 @@ impl IpxSocket {
             stats: Stats::default(),
             send_buf: Vec::with_capacity(MAX_FRAME_LEN),
             recv_buf: vec![0; RECEIVE_BUFFER],
-        }))
-    }
-
-    /// The handle still refers to an open socket.
-    pub fn is_live(&self) -> bool {
-        self.magic == LIVE_MAGIC
-    }
-
-    /// Mark the socket closed just before it is dropped.
-    pub fn retire(&mut self) {
-        self.magic = 0;
+        })
     }
 
     /// Traffic counters since open.
     pub fn stats(&self) -> Stats {
         self.stats
-    }
-
-    /// The most recent error as one line, "" if none.
-    pub fn last_error(&self) -> &str {
-        &self.last_error
     }
 
     /// Name of the interface the socket is bound to.
@@ -128,74 +110,9 @@ impl IpxSocket {
         self.local
     }
 
-    /// The IPX socket number (what port 0 became).
-    pub fn socket_number(&self) -> u16 {
-        self.local.socket
-    }
-
     fn fail(&mut self, code: i32, message: String) -> i32 {
         self.last_error = message;
         code
-    }
-
-    /// Check a payload length before any byte of it is touched: 1..=MAX_PAYLOAD.
-    pub fn check_send_len(&mut self, len: usize) -> Result<(), i32> {
-        if len == 0 {
-            let msg = "ipx: cannot send an empty datagram".to_string();
-            return Err(self.fail(NET_BACKEND_ERR_INVALID, msg));
-        }
-        if len > MAX_PAYLOAD {
-            let msg = format!("ipx: cannot send {len} bytes: the limit is {MAX_PAYLOAD}");
-            return Err(self.fail(NET_BACKEND_ERR_TOO_LARGE, msg));
-        }
-        Ok(())
-    }
-
-    /// Send one datagram of 1..=MAX_PAYLOAD bytes to `to` (a node, or the broadcast node).
-    pub fn send(&mut self, to: &NET_Node, data: &[u8]) -> i32 {
-        if let Err(code) = self.check_send_len(data.len()) {
-            return code;
-        }
-        let Some(dst) = node::decode(to) else {
-            let msg = "ipx: cannot send: invalid node".to_string();
-            return self.fail(NET_BACKEND_ERR_INVALID, msg);
-        };
-        if dst.socket == 0 {
-            let msg = format!("ipx: cannot send to {}: socket 0000", node::display(&dst));
-            return self.fail(NET_BACKEND_ERR_INVALID, msg);
-        }
-        if dst == self.local {
-            let msg = format!(
-                "ipx: cannot send to {}: it is this socket (raw frames are not looped back)",
-                node::display(&dst)
-            );
-            return self.fail(NET_BACKEND_ERR_UNREACHABLE, msg);
-        }
-        if let Err(frame::BuildError::TooLarge { len }) =
-            frame::build(&dst, &self.local, data, &mut self.send_buf)
-        {
-            let msg = format!("ipx: cannot send {len} bytes: the limit is {MAX_PAYLOAD}");
-            return self.fail(NET_BACKEND_ERR_TOO_LARGE, msg);
-        }
-        match self.raw.send(&self.send_buf, dst.node) {
-            Ok(()) => {
-                self.stats.count_sent(data.len());
-                NET_BACKEND_OK
-            }
-            Err(e) if oserr::is_would_block(&e) => {
-                self.stats.would_block = self.stats.would_block.wrapping_add(1);
-                NET_BACKEND_WOULD_BLOCK
-            }
-            Err(e) => {
-                let msg = format!(
-                    "ipx: cannot send to {} on {}: {}",
-                    node::display(&dst),
-                    self.interface.name,
-                    oserr::describe(&e)
-                );
-                self.fail(oserr::send_error_code(&e), msg)
-            }
-        }
     }
 
     /// Read frames until one is for this socket: `Ok(Some((sender, payload length)))`, or
@@ -261,11 +178,74 @@ impl IpxSocket {
         }
         Ok(None)
     }
+}
+
+/// The operations the vtable exposes on a socket; `parsec_backend_abi::shim` checks the C side.
+impl BackendSocket for IpxSocket {
+    /// Check a payload length before any byte of it is touched: 1..=MAX_PAYLOAD.
+    fn check_send_len(&mut self, len: usize) -> Result<(), i32> {
+        if len == 0 {
+            let msg = "ipx: cannot send an empty datagram".to_string();
+            return Err(self.fail(NET_BACKEND_ERR_INVALID, msg));
+        }
+        if len > MAX_PAYLOAD {
+            let msg = format!("ipx: cannot send {len} bytes: the limit is {MAX_PAYLOAD}");
+            return Err(self.fail(NET_BACKEND_ERR_TOO_LARGE, msg));
+        }
+        Ok(())
+    }
+
+    /// Send one datagram of 1..=MAX_PAYLOAD bytes to `to` (a node, or the broadcast node).
+    fn send(&mut self, to: &NET_Node, data: &[u8]) -> i32 {
+        if let Err(code) = self.check_send_len(data.len()) {
+            return code;
+        }
+        let Some(dst) = node::decode(to) else {
+            let msg = "ipx: cannot send: invalid node".to_string();
+            return self.fail(NET_BACKEND_ERR_INVALID, msg);
+        };
+        if dst.socket == 0 {
+            let msg = format!("ipx: cannot send to {}: socket 0000", node::display(&dst));
+            return self.fail(NET_BACKEND_ERR_INVALID, msg);
+        }
+        if dst == self.local {
+            let msg = format!(
+                "ipx: cannot send to {}: it is this socket (raw frames are not looped back)",
+                node::display(&dst)
+            );
+            return self.fail(NET_BACKEND_ERR_UNREACHABLE, msg);
+        }
+        if let Err(frame::BuildError::TooLarge { len }) =
+            frame::build(&dst, &self.local, data, &mut self.send_buf)
+        {
+            let msg = format!("ipx: cannot send {len} bytes: the limit is {MAX_PAYLOAD}");
+            return self.fail(NET_BACKEND_ERR_TOO_LARGE, msg);
+        }
+        match self.raw.send(&self.send_buf, dst.node) {
+            Ok(()) => {
+                self.stats.count_sent(data.len());
+                NET_BACKEND_OK
+            }
+            Err(e) if oserr::is_would_block(&e) => {
+                self.stats.would_block = self.stats.would_block.wrapping_add(1);
+                NET_BACKEND_WOULD_BLOCK
+            }
+            Err(e) => {
+                let msg = format!(
+                    "ipx: cannot send to {} on {}: {}",
+                    node::display(&dst),
+                    self.interface.name,
+                    oserr::describe(&e)
+                );
+                self.fail(oserr::send_error_code(&e), msg)
+            }
+        }
+    }
 
     /// The next datagram for this socket and its sender, `None` if nothing is waiting. A
     /// datagram longer than `cap` is dropped, counted and reported as
     /// `Err(NET_BACKEND_ERR_TOO_LARGE)`, never truncated.
-    pub fn receive(&mut self, cap: usize) -> Result<Option<(NET_Node, &[u8])>, i32> {
+    fn receive(&mut self, cap: usize) -> Result<Option<(NET_Node, &[u8])>, i32> {
         let Some((src, len)) = self.next_datagram()? else {
             return Ok(None);
         };
@@ -287,7 +267,7 @@ impl IpxSocket {
 
     /// Wait up to `timeout_ms` for a frame: 1 ready, 0 timed out, < 0 error. "Ready" may be a
     /// foreign frame that `receive` then drops (answering 0).
-    pub fn wait(&mut self, timeout_ms: u32) -> i32 {
+    fn wait(&mut self, timeout_ms: u32) -> i32 {
         match self
             .raw
             .wait_readable(Duration::from_millis(u64::from(timeout_ms)))
@@ -306,21 +286,31 @@ impl IpxSocket {
     }
 
     /// The broadcast node of this socket's network for socket `port` (0: this socket's own).
-    pub fn broadcast_node(&self, port: u16) -> NET_Node {
-        node::encode(&IpxAddr {
+    fn broadcast_node(&mut self, port: u16) -> Result<NET_Node, i32> {
+        Ok(node::encode(&IpxAddr {
             network: self.local.network,
             node: BROADCAST_MAC,
             socket: if port == 0 { self.local.socket } else { port },
-        })
+        }))
     }
 
     /// This socket's node; IPX has one address per socket whatever `towards` is, but an invalid
     /// `towards` is still refused.
-    pub fn local_node(&mut self, towards: Option<&NET_Node>) -> Result<NET_Node, i32> {
+    fn local_node(&mut self, towards: Option<&NET_Node>) -> Result<NET_Node, i32> {
         if towards.is_some_and(|n| node::decode(n).is_none()) {
             let msg = "ipx: local_node: invalid node".to_string();
             return Err(self.fail(NET_BACKEND_ERR_INVALID, msg));
         }
         Ok(node::encode(&self.local))
+    }
+
+    /// The most recent error as one line, "" if none.
+    fn last_error(&self) -> &str {
+        &self.last_error
+    }
+
+    /// The IPX socket number (what port 0 became).
+    fn bound_port(&self) -> u16 {
+        self.local.socket
     }
 }

@@ -3,10 +3,12 @@
 //! it with `net.api trace` (or its path) to see what a game sends and receives without a packet
 //! capture.
 //!
-//! This file holds the exported entry point, the vtable and the `extern "C"` shims that check
-//! pointers and convert between C and Rust; no panic may unwind out of it (every shim runs its body
-//! under `catch_unwind`). Loading inner backends is `inner.rs`, one socket is `socket.rs`, the
-//! trace file is `record.rs`, the options are `options.rs`.
+//! This file holds the exported entry point, the vtable and the `extern "C"` shims; no panic may
+//! unwind out of it. The shims pass raw pointers on to the inner backend unchanged, so they cannot
+//! use the Rust traits of [`parsec_backend_abi::shim`]; they are built from the same pieces
+//! instead (panic boundary, socket handles, reading the open parameters). Loading inner backends
+//! is `inner.rs`, one socket is `socket.rs`, the trace file is `record.rs`, the options are
+//! `options.rs`.
 //!
 //! # Options (console variables `net.trace.<key>`)
 //!
@@ -51,17 +53,16 @@ mod socket;
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::io::Write as _;
-use std::mem::{offset_of, size_of};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::mem::size_of;
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use parsec_backend_abi::helpers::read_c_str;
+use parsec_backend_abi::shim::{guard, handle_tag, open_socket, with_socket, Handle};
 use parsec_backend_abi::{
     NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_ABI_VERSION,
-    NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_UNSUPPORTED, NET_BACKEND_OK,
+    NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_UNSUPPORTED,
 };
 
 pub use inner::{library_file_name, BACKEND_PATH_ENV};
@@ -70,6 +71,9 @@ pub use socket::{Counters, OpenError, TraceSocket};
 
 /// The inner backend used when `inner=` is not set, and for every node function.
 pub const DEFAULT_INNER: &str = "udp";
+
+/// The tag that marks an open trace socket handle.
+const TAG: u64 = handle_tag(c"trace");
 
 /// The default inner backend and the trace vtable built from it, once per process.
 struct State {
@@ -205,11 +209,6 @@ pub unsafe extern "C" fn parsec_net_backend_entry(
     })
 }
 
-/// Run a shim body, turning a panic into `on_panic` instead of unwinding into C.
-fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
-}
-
 /// The socket behind a handle, or `None` for NULL or a handle that was closed (when the memory
 /// still shows it; a freed handle is a caller bug this cannot always catch). Gives Rust callers
 /// the [`TraceSocket::counters`].
@@ -217,9 +216,8 @@ fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
 /// # Safety
 /// `handle` must be NULL or a handle returned by this backend's `open`, not used concurrently.
 pub unsafe fn socket_from_handle<'a>(handle: *mut c_void) -> Option<&'a mut TraceSocket> {
-    // SAFETY: per the contract, a non-NULL handle points to a TraceSocket boxed by `trace_open`.
-    let socket = unsafe { handle.cast::<TraceSocket>().as_mut()? };
-    socket.is_live().then_some(socket)
+    // SAFETY: as the caller guarantees.
+    unsafe { Handle::socket(handle, TAG) }
 }
 
 /// The counters of an open trace socket (None for NULL or a closed handle).
@@ -231,88 +229,29 @@ pub unsafe fn counters(handle: *mut c_void) -> Option<Counters> {
     unsafe { socket_from_handle(handle) }.map(|socket| socket.counters())
 }
 
-/// Read `port` and `options` from the open parameters, only within the `size` the core declared.
-///
-/// # Safety
-/// `params` must be non-NULL and readable for its declared size (at least the `size` field).
-unsafe fn read_params<'a>(params: *const NET_BackendOpenParams) -> Result<(u16, &'a str), String> {
-    // SAFETY: `size` is the first field and always present.
-    let size = unsafe { ptr::addr_of!((*params).size).read_unaligned() } as usize;
-    if size < offset_of!(NET_BackendOpenParams, port) + size_of::<u16>() {
-        return Err(format!("trace: open parameters too small ({size} bytes)"));
-    }
-    // SAFETY: the declared size covers `port`.
-    let port = unsafe { ptr::addr_of!((*params).port).read_unaligned() };
-    let options = if size >= offset_of!(NET_BackendOpenParams, options) + size_of::<*const c_char>()
-    {
-        // SAFETY: the declared size covers `options`.
-        unsafe { ptr::addr_of!((*params).options).read_unaligned() }
-    } else {
-        ptr::null()
-    };
-    if options.is_null() {
-        return Ok((port, "")); // the ABI promises non-NULL; a NULL means "no options"
-    }
-    // SAFETY: a non-NULL `options` is NUL-terminated per the ABI and outlives the `open` call,
-    // the only time the returned text is used.
-    match unsafe { read_c_str(options) } {
-        Some(text) => Ok((port, text)),
-        None => Err("trace: the options are not valid UTF-8".to_string()),
-    }
-}
-
 unsafe extern "C" fn trace_open(
     params: *const NET_BackendOpenParams,
     out_socket: *mut *mut c_void,
     err: *mut c_char,
     err_len: usize,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        let report = |code: i32, message: &str| {
-            // SAFETY: `err` is NULL or writable for `err_len` bytes, per the ABI.
-            unsafe { parsec_backend_abi::helpers::write_c_string(message, err, err_len) };
-            code
-        };
-        if out_socket.is_null() {
-            return report(NET_BACKEND_ERR_INVALID, "trace: open: out_socket is NULL");
-        }
-        // SAFETY: `out_socket` is non-NULL and points to a handle slot the caller owns.
-        unsafe { out_socket.write(ptr::null_mut()) };
-        if params.is_null() {
-            return report(NET_BACKEND_ERR_INVALID, "trace: open: params is NULL");
-        }
-        // SAFETY: `params` is non-NULL and readable for its declared size, per the ABI.
-        let (port, options) = match unsafe { read_params(params) } {
-            Ok(read) => read,
-            Err(message) => return report(NET_BACKEND_ERR_INVALID, &message),
-        };
+    let open = |port: u16, options: &str| {
         let Some(default) = default_inner() else {
-            return report(
+            return Err(OpenError::new(
                 NET_BACKEND_ERR_UNSUPPORTED,
                 "trace: the default inner backend is not loaded (call the entry function first)",
-            );
+            ));
         };
-        match TraceSocket::open(default, port, options) {
-            Ok(socket) => {
-                // SAFETY: as above; the box belongs to the caller until `close`.
-                unsafe { out_socket.write(Box::into_raw(socket).cast()) };
-                report(NET_BACKEND_OK, "")
-            }
-            Err(e) => report(e.code, &e.message),
-        }
-    })
+        TraceSocket::open(default, port, options)
+    };
+    // SAFETY: the arguments are the vtable's, with its guarantees.
+    unsafe { open_socket("trace", TAG, params, out_socket, err, err_len, open) }
 }
 
 unsafe extern "C" fn trace_close(socket: *mut c_void) {
-    guard((), || {
-        // SAFETY: `socket` is NULL or a handle from `open`, never used again after this call.
-        if let Some(live) = unsafe { socket_from_handle(socket) } {
-            live.retire();
-            // SAFETY: the handle is the pointer `Box::into_raw` produced in `trace_open`; dropping
-            // it flushes the trace file and closes the inner socket.
-            drop(unsafe { Box::from_raw(socket.cast::<TraceSocket>()) });
-        }
-    })
+    // SAFETY: `socket` is NULL or a handle from `open`, never used again after this call;
+    // dropping the socket flushes the trace file and closes the inner socket.
+    guard((), || unsafe { Handle::<TraceSocket>::close(socket, TAG) })
 }
 
 unsafe extern "C" fn trace_send(
@@ -321,17 +260,15 @@ unsafe extern "C" fn trace_send(
     data: *const u8,
     len: usize,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        let Some(socket) = (unsafe { socket_from_handle(socket) }) else {
-            return NET_BACKEND_ERR_INVALID;
-        };
+    let body = |socket: &mut TraceSocket| {
         if to.is_null() || data.is_null() {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: both are non-NULL; per the ABI `to` is a node and `data` holds `len` bytes.
         unsafe { socket.send(to, data, len) }
-    })
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
 }
 
 unsafe extern "C" fn trace_receive(
@@ -340,40 +277,41 @@ unsafe extern "C" fn trace_receive(
     buf: *mut u8,
     cap: usize,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        let Some(socket) = (unsafe { socket_from_handle(socket) }) else {
-            return NET_BACKEND_ERR_INVALID;
-        };
+    let body = |socket: &mut TraceSocket| {
         if from.is_null() || buf.is_null() || cap == 0 {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: both are non-NULL; per the ABI `from` is writable and `buf` holds `cap` bytes.
         unsafe { socket.receive(from, buf, cap) }
-    })
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
 }
 
 unsafe extern "C" fn trace_wait(socket: *mut c_void, timeout_ms: u32) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        match unsafe { socket_from_handle(socket) } {
-            Some(socket) => socket.wait(timeout_ms),
-            None => NET_BACKEND_ERR_INVALID,
-        }
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe {
+        with_socket(socket, TAG, |socket: &mut TraceSocket| {
+            socket.wait(timeout_ms)
+        })
+    }
+}
+
+/// Run a node function of the default inner backend (its pointer arguments already checked):
+/// `NET_BACKEND_ERR_UNSUPPORTED` while none is loaded.
+fn with_default_inner(call: impl FnOnce(&inner::Functions) -> i32) -> i32 {
+    guard(NET_BACKEND_ERR_IO, || match default_inner() {
+        Some(inner) => call(&inner.f),
+        None => NET_BACKEND_ERR_UNSUPPORTED,
     })
 }
 
 unsafe extern "C" fn trace_node_compare(a: *const NET_Node, b: *const NET_Node) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        if a.is_null() || b.is_null() {
-            return NET_BACKEND_ERR_INVALID;
-        }
-        let Some(inner) = default_inner() else {
-            return NET_BACKEND_ERR_UNSUPPORTED;
-        };
-        // SAFETY: both are non-NULL nodes, passed on unchanged.
-        unsafe { (inner.f.node_compare)(a, b) }
-    })
+    if a.is_null() || b.is_null() {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    // SAFETY: both are non-NULL nodes, passed on unchanged.
+    with_default_inner(|f| unsafe { (f.node_compare)(a, b) })
 }
 
 unsafe extern "C" fn trace_node_print(
@@ -381,16 +319,11 @@ unsafe extern "C" fn trace_node_print(
     out: *mut c_char,
     out_len: usize,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        if node.is_null() || out.is_null() || out_len == 0 {
-            return NET_BACKEND_ERR_INVALID;
-        }
-        let Some(inner) = default_inner() else {
-            return NET_BACKEND_ERR_UNSUPPORTED;
-        };
-        // SAFETY: `node` is a non-NULL node and `out` is writable for `out_len` bytes.
-        unsafe { (inner.f.node_print)(node, out, out_len) }
-    })
+    if node.is_null() || out.is_null() || out_len == 0 {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    // SAFETY: `node` is a non-NULL node and `out` is writable for `out_len` bytes.
+    with_default_inner(|f| unsafe { (f.node_print)(node, out, out_len) })
 }
 
 unsafe extern "C" fn trace_node_parse(
@@ -398,16 +331,11 @@ unsafe extern "C" fn trace_node_parse(
     default_port: u16,
     out: *mut NET_Node,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        if text.is_null() || out.is_null() {
-            return NET_BACKEND_ERR_INVALID;
-        }
-        let Some(inner) = default_inner() else {
-            return NET_BACKEND_ERR_UNSUPPORTED;
-        };
-        // SAFETY: `text` is a non-NULL NUL-terminated string and `out` a writable node.
-        unsafe { (inner.f.node_parse)(text, default_port, out) }
-    })
+    if text.is_null() || out.is_null() {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    // SAFETY: `text` is a non-NULL NUL-terminated string and `out` a writable node.
+    with_default_inner(|f| unsafe { (f.node_parse)(text, default_port, out) })
 }
 
 unsafe extern "C" fn trace_broadcast_node(
@@ -415,17 +343,15 @@ unsafe extern "C" fn trace_broadcast_node(
     port: u16,
     out: *mut NET_Node,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        let Some(socket) = (unsafe { socket_from_handle(socket) }) else {
-            return NET_BACKEND_ERR_INVALID;
-        };
+    let body = |socket: &mut TraceSocket| {
         if out.is_null() {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: `out` is a non-NULL writable node.
         unsafe { socket.broadcast_node(port, out) }
-    })
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
 }
 
 unsafe extern "C" fn trace_local_node(
@@ -433,17 +359,15 @@ unsafe extern "C" fn trace_local_node(
     towards: *const NET_Node,
     out: *mut NET_Node,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        let Some(socket) = (unsafe { socket_from_handle(socket) }) else {
-            return NET_BACKEND_ERR_INVALID;
-        };
+    let body = |socket: &mut TraceSocket| {
         if out.is_null() {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: `towards` is NULL (primary network) or a node; `out` is a non-NULL node.
         unsafe { socket.local_node(towards, out) }
-    })
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
 }
 
 unsafe extern "C" fn trace_last_error(
@@ -451,25 +375,18 @@ unsafe extern "C" fn trace_last_error(
     out: *mut c_char,
     out_len: usize,
 ) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        let Some(socket) = (unsafe { socket_from_handle(socket) }) else {
-            return NET_BACKEND_ERR_INVALID;
-        };
+    let body = |socket: &mut TraceSocket| {
         if out.is_null() || out_len == 0 {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: `out` is non-NULL and writable for `out_len` (> 0) bytes.
         unsafe { socket.last_error(out, out_len) }
-    })
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
 }
 
 unsafe extern "C" fn trace_bound_port(socket: *mut c_void) -> i32 {
-    guard(NET_BACKEND_ERR_IO, || {
-        // SAFETY: `socket` is NULL or a live handle from `open`.
-        match unsafe { socket_from_handle(socket) } {
-            Some(socket) => socket.bound_port(),
-            None => NET_BACKEND_ERR_INVALID,
-        }
-    })
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, |socket: &mut TraceSocket| socket.bound_port()) }
 }

@@ -12,6 +12,7 @@ use std::ptr;
 use std::time::Instant;
 
 use parsec_backend_abi::helpers::write_c_string;
+pub use parsec_backend_abi::shim::OpenError;
 use parsec_backend_abi::{
     NET_BackendOpenParams, NET_Node, NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO,
     NET_BACKEND_ERR_UNSUPPORTED, NET_BACKEND_OK, NET_BACKEND_WOULD_BLOCK,
@@ -20,9 +21,6 @@ use parsec_backend_abi::{
 use crate::inner::{self, Inner, Spec};
 use crate::options::{self, INNER_KEY};
 use crate::record::{self, Direction, Recorder, SHOWN_BYTES};
-
-/// Marks a live socket; cleared by [`TraceSocket::retire`] so a stale handle is caught more often.
-const LIVE_MAGIC: u64 = u64::from_be_bytes(*b"trcsock1");
 
 /// Traffic counted by one trace socket since it was opened (with or without a trace file).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,23 +35,9 @@ pub struct Counters {
     pub bytes_received: u64,
 }
 
-/// Why `open` failed: an ABI result code and one line for the user.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenError {
-    pub code: i32,
-    pub message: String,
-}
-
-impl OpenError {
-    fn new(code: i32, message: String) -> OpenError {
-        OpenError { code, message }
-    }
-}
-
 /// The state behind one trace socket handle.
 #[derive(Debug)]
 pub struct TraceSocket {
-    magic: u64,
     inner: &'static Inner,
     /// The inner backend's socket handle; owned, closed on drop.
     handle: *mut c_void,
@@ -72,7 +56,7 @@ impl TraceSocket {
         default: &'static Inner,
         port: u16,
         options_text: &str,
-    ) -> Result<Box<TraceSocket>, OpenError> {
+    ) -> Result<TraceSocket, OpenError> {
         let options = options::split(options_text);
         let inner = match options.inner {
             Some(text) => choose_inner(default, text)?,
@@ -127,8 +111,7 @@ impl TraceSocket {
                 return Err(OpenError::new(NET_BACKEND_ERR_IO, message));
             }
         };
-        Ok(Box::new(TraceSocket {
-            magic: LIVE_MAGIC,
+        Ok(TraceSocket {
             inner,
             handle,
             opened: Instant::now(),
@@ -136,17 +119,7 @@ impl TraceSocket {
             counters: Counters::default(),
             own_error: String::new(),
             own_error_is_latest: false,
-        }))
-    }
-
-    /// The handle still refers to an open socket.
-    pub fn is_live(&self) -> bool {
-        self.magic == LIVE_MAGIC
-    }
-
-    /// Mark the socket closed just before it is dropped.
-    pub fn retire(&mut self) {
-        self.magic = 0;
+        })
     }
 
     /// Traffic counted since open.

@@ -3,11 +3,9 @@
 
 mod common;
 
-use std::ffi::{c_char, c_void, CString};
-
-use common::{built_library, c_text, temp_dir, traced, Sock, SECOND, V4};
+use common::{built_library, temp_dir, traced, Sock, SECOND, V4};
 use parsec_backend_abi::{
-    NET_BackendOpenParams, NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_UNSUPPORTED,
+    NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_UNSUPPORTED,
 };
 
 fn open_error(extra: &str) -> (i32, String) {
@@ -148,18 +146,5 @@ fn trace_options_are_not_passed_to_the_inner_backend() {
 
 #[test]
 fn open_reads_only_what_params_size_covers() {
-    let options = CString::new(V4).unwrap();
-    let params = NET_BackendOpenParams {
-        size: 2, // only `size` itself: too small to hold the port
-        port: 0,
-        reserved: 0,
-        options: options.as_ptr(),
-    };
-    let mut handle: *mut c_void = std::ptr::null_mut();
-    let mut err = [0 as c_char; 128];
-    // SAFETY: valid pointers.
-    let rc = unsafe { (traced().open.unwrap())(&params, &mut handle, err.as_mut_ptr(), err.len()) };
-    assert_eq!(rc, NET_BACKEND_ERR_INVALID);
-    assert!(handle.is_null());
-    assert_eq!(c_text(&err), "trace: open parameters too small (2 bytes)");
+    parsec_backend_abi::conformance::open_rejects_params_that_do_not_reach_the_port(traced());
 }

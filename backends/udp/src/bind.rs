@@ -29,14 +29,8 @@ pub struct BoundPair {
     pub v6_note: Option<String>,
 }
 
-/// Why opening failed: an ABI result code and a one-line message for the user.
-#[derive(Debug)]
-pub struct OpenError {
-    /// `NET_BACKEND_ERR_*`.
-    pub code: i32,
-    /// One line, starting with "udp: ".
-    pub message: String,
-}
+/// Why opening failed: an ABI result code and a one-line message (starting with "udp: ").
+pub use parsec_backend_abi::shim::OpenError;
 
 /// A failure of one socket, with enough detail to decide about retries.
 struct Failure {

@@ -88,20 +88,7 @@ fn malformed_options_fail_open_and_unknown_keys_are_ignored() {
 
 #[test]
 fn open_reads_only_what_params_size_covers() {
-    let options = CString::new(V4_ONLY).unwrap();
-    let params = NET_BackendOpenParams {
-        size: 2, // only `size` itself: too small to hold the port
-        port: 0,
-        reserved: 0,
-        options: options.as_ptr(),
-    };
-    let mut handle: *mut c_void = std::ptr::null_mut();
-    let mut err = [0 as c_char; 128];
-    // SAFETY: valid pointers.
-    let rc = unsafe { (vt().open.unwrap())(&params, &mut handle, err.as_mut_ptr(), err.len()) };
-    assert_eq!(rc, NET_BACKEND_ERR_INVALID);
-    assert!(handle.is_null());
-    assert!(c_text(&err).contains("too small"), "{}", c_text(&err));
+    parsec_backend_abi::conformance::open_rejects_params_that_do_not_reach_the_port(vt());
 }
 
 #[test]

@@ -8,7 +8,7 @@ pub mod netns;
 #[cfg(target_os = "linux")]
 pub mod wire;
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::time::{Duration, Instant};
 
 use parsec_backend_abi::{
@@ -20,12 +20,7 @@ pub fn vt() -> &'static NET_BackendVTable {
     vtable()
 }
 
-pub fn c_text(buf: &[c_char]) -> String {
-    // SAFETY: the backend always NUL-terminates within the buffer; the buffer is zeroed first.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
+pub use parsec_backend_abi::conformance::c_text;
 
 /// Open through the vtable: the handle, or the error code and message.
 pub fn open_raw(port: u16, options: &str) -> Result<*mut c_void, (i32, String)> {

@@ -2,7 +2,7 @@
 //! calls a trace vtable only through its function pointers, as the core does, on loopback only.
 #![allow(dead_code)]
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
@@ -87,12 +87,7 @@ pub fn udp() -> &'static NET_BackendVTable {
     TABLE.get_or_init(|| vtable_of(&built_library("udp")))
 }
 
-pub fn c_text(buf: &[c_char]) -> String {
-    // SAFETY: backends NUL-terminate within the buffer; test buffers are zeroed first.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
+pub use parsec_backend_abi::conformance::c_text;
 
 /// An open backend socket, closed on drop.
 pub struct Sock {

@@ -2,7 +2,7 @@
 //! core does, on loopback addresses only.
 #![allow(dead_code)]
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::time::{Duration, Instant};
 
 use parsec_backend_abi::{NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_OK};
@@ -17,12 +17,7 @@ pub fn vt() -> &'static NET_BackendVTable {
     vtable()
 }
 
-pub fn c_text(buf: &[c_char]) -> String {
-    // SAFETY: the backend always NUL-terminates within the buffer; the buffer is zeroed first.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
+pub use parsec_backend_abi::conformance::c_text;
 
 /// An open backend socket, closed on drop.
 pub struct Sock {
