@@ -213,9 +213,19 @@ pub fn queued_exchange(program: &Path, spec: &str, env: &[(String, String)]) -> 
     let mut pair = Pair::start(program, env);
     pair.switch(spec);
     pair.introduce();
+    // The sender hands over every datagram before the receiver starts reading, so the peer's
+    // socket queue fills and the core must defer the rest whatever the timing (a receiver that
+    // already reads can keep up with a slow sender, e.g. under AddressSanitizer, and then nothing
+    // would wait). The receiver then reads while the sender's core drains its queue.
     let one_way = |sender: &mut Endpoint, receiver: &mut Endpoint| {
+        let sent = sender.ok(&format!("send 0 {count}"), REPLY_TIMEOUT);
+        if sent.ends_with(" queued 0") {
+            sender.fail(&format!(
+                "{count} datagrams to a peer that was not reading all fit its socket queue \
+                 ({sent}); the phase does not test what it should"
+            ));
+        }
         receiver.send(&format!("recv_until {count} {LOOP_TIMEOUT_MS}"));
-        sender.ok(&format!("send 0 {count}"), REPLY_TIMEOUT);
         sender.ok(&format!("flush {LOOP_TIMEOUT_MS}"), REPLY_TIMEOUT);
         let reply = receiver.reply(REPLY_TIMEOUT);
         receiver.expect_ok(&reply, "recv_until");

@@ -1,6 +1,7 @@
 //! A phase on the C backend large enough (at least 600 datagrams, more than the AF_UNIX socket
-//! queue holds) that the backend answers "would block" and the core's send queue holds the rest,
-//! with the receiver reading concurrently, in both directions: every number still arrives exactly
+//! queue holds) that the backend answers "would block" and the core's send queue holds the rest:
+//! the sender hands every datagram over before the receiver reads, then the receiver reads while
+//! the sender's core drains its queue, in both directions. Every number still arrives exactly
 //! once, in a plain build and under AddressSanitizer. And when the receiver does not read, a
 //! switch counts what the old backend could not take as lost, exactly.
 
