@@ -48,7 +48,7 @@ impl Backend for Udp {
     type Socket = UdpSocket;
 
     fn open(port: u16, options: &str) -> Result<UdpSocket, OpenError> {
-        UdpSocket::open(port, options).map(|socket| *socket)
+        UdpSocket::open(port, options)
     }
 
     fn node_compare(a: &NET_Node, b: &NET_Node) -> Ordering {

@@ -22,9 +22,6 @@ use crate::options::{self, Options};
 use crate::stats::Stats;
 use crate::{bind, local, oserr, MAX_PAYLOAD};
 
-/// Marks a live socket; cleared by [`UdpSocket::retire`] so a stale handle is caught more often.
-const LIVE_MAGIC: u64 = u64::from_be_bytes(*b"udpsock1");
-
 /// One OS socket of a backend socket.
 struct Endpoint {
     socket: Socket,
@@ -44,7 +41,6 @@ impl Endpoint {
 
 /// The state behind one backend socket handle.
 pub struct UdpSocket {
-    magic: u64,
     v4: Endpoint,
     v6: Option<Endpoint>,
     options: Options,
@@ -61,15 +57,14 @@ pub struct UdpSocket {
 impl UdpSocket {
     /// Open a socket on `port` (0: ephemeral) with the given option lines. Errors carry an ABI
     /// result code and a one-line message.
-    pub fn open(port: u16, options_text: &str) -> Result<Box<UdpSocket>, OpenError> {
+    pub fn open(port: u16, options_text: &str) -> Result<UdpSocket, OpenError> {
         let options = options::parse(options_text).map_err(|message| OpenError {
             code: NET_BACKEND_ERR_INVALID,
             message,
         })?;
         let pair = bind::bind_pair(&options, port)?;
         let use_recvmmsg = options.recvmmsg;
-        Ok(Box::new(UdpSocket {
-            magic: LIVE_MAGIC,
+        Ok(UdpSocket {
             v4: Endpoint::new(pair.v4, pair.v4_port, use_recvmmsg),
             v6: pair
                 .v6
@@ -79,17 +74,7 @@ impl UdpSocket {
             skip_next_refill: false,
             last_error: pair.v6_note.unwrap_or_default(),
             stats: Stats::default(),
-        }))
-    }
-
-    /// The handle still refers to an open socket.
-    pub fn is_live(&self) -> bool {
-        self.magic == LIVE_MAGIC
-    }
-
-    /// Mark the socket closed just before it is dropped.
-    pub fn retire(&mut self) {
-        self.magic = 0;
+        })
     }
 
     /// Traffic counters since open.
