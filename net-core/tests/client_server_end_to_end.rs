@@ -341,10 +341,13 @@ fn numbers_heard(player: &Player) -> Vec<u32> {
 }
 
 #[test]
-fn a_backend_switch_in_a_gameserver_game_sends_again_only_what_the_server_missed() {
+fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
     // The switching client's last events reached the server, and the server's acknowledgement
     // is waiting in the client's socket when `net.api` runs: it must be taken into account, so
     // those events are not sent again over the new backend (the others would get them twice).
+    // The other client's last events are on their way to the switching one through the server
+    // at that moment: they must reach it exactly once, over the old backend or the new one
+    // (the server resumes the client's old link, RE_RESUME).
     let server = Server::start("gameserver", Some(RelayConfig::default()));
     let mut players: Vec<Player> = ["dee", "eve"]
         .iter()
@@ -364,12 +367,20 @@ fn a_backend_switch_in_a_gameserver_game_sends_again_only_what_the_server_missed
         console(&mut p.sub, "join");
     }
     let mut next = 0u32;
+    let mut eve_next = 0u32;
     for round in 0..5 {
         for _ in 0..10 {
             players[0].sub.queue_remote_event(numbered(next)).unwrap();
             next += 1;
+            players[1]
+                .sub
+                .queue_remote_event(numbered(eve_next))
+                .unwrap();
+            eve_next += 1;
         }
-        // Sent now; the server's acknowledgement comes back while nobody reads it.
+        // Sent now; the server's acknowledgement comes back while nobody reads it, and eve's
+        // numbers are relayed towards dee.
+        players[1].sub.maintain(Instant::now());
         players[0].sub.maintain(Instant::now());
         std::thread::sleep(Duration::from_millis(50));
         let reply = players[0].sub.console_exec("net.api udp", Instant::now());
@@ -378,6 +389,7 @@ fn a_backend_switch_in_a_gameserver_game_sends_again_only_what_the_server_missed
         assert!(
             run_frames(&mut players, Duration::from_secs(10), |ps| {
                 numbers_heard(&ps[1]).len() >= sent as usize
+                    && numbers_heard(&ps[0]).len() >= eve_next as usize
                     && ps[0]
                         .events
                         .iter()
@@ -385,8 +397,9 @@ fn a_backend_switch_in_a_gameserver_game_sends_again_only_what_the_server_missed
                         .count()
                         == round + 2
             }),
-            "round {round}: eve heard {:?}",
-            numbers_heard(&players[1])
+            "round {round}: eve heard {:?}, dee heard {:?}",
+            numbers_heard(&players[1]),
+            numbers_heard(&players[0])
         );
         if players[0]
             .sub
@@ -399,10 +412,14 @@ fn a_backend_switch_in_a_gameserver_game_sends_again_only_what_the_server_missed
     }
     // A moment more, so a late copy would show.
     run_frames(&mut players, Duration::from_millis(500), |_| false);
-    let heard = numbers_heard(&players[1]);
     assert_eq!(
-        heard,
+        numbers_heard(&players[1]),
         (0..next).collect::<Vec<_>>(),
-        "every number once and in order across 5 backend switches"
+        "eve heard every number of dee once and in order across 5 backend switches"
+    );
+    assert_eq!(
+        numbers_heard(&players[0]),
+        (0..eve_next).collect::<Vec<_>>(),
+        "dee heard every number of eve once and in order across its 5 backend switches"
     );
 }

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::{ChatText, CustomData, RemoteEvent, ShipState};
+use net_core::rmev::{ChatText, CustomData, EarlierTokens, RemoteEvent, ResumeStep, ShipState};
 use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
 use net_core::wire::{decode_packet, PacketType};
 
@@ -77,6 +77,16 @@ impl Client {
     }
 }
 
+/// A client that has said its RE_RESUME hello, as every client does with its first packet (the
+/// relay holds events for a new client until then: it may be someone coming back).
+fn greeted(relay: &mut RelayCore, slot: u8, now: Instant) -> Client {
+    let mut client = Client::new(slot);
+    let hello = RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::default()));
+    let p = client.packet(now, PacketType::NodeAlive, None, vec![hello]);
+    relay.handle_datagram(now, addr(slot), &p);
+    client
+}
+
 fn relay(distance: f32, slots: &[u8], now: Instant) -> RelayCore {
     let mut relay = RelayCore::new(RelayConfig {
         distance,
@@ -129,7 +139,11 @@ fn drain_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<Vec
 fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_anothers_text() {
     let now = Instant::now();
     let mut relay = relay(0.0, &[0, 1, 2], now);
-    let (mut a, mut b, mut c) = (Client::new(0), Client::new(1), Client::new(2));
+    let (mut a, mut b, mut c) = (
+        greeted(&mut relay, 0, now),
+        greeted(&mut relay, 1, now),
+        greeted(&mut relay, 2, now),
+    );
     // A burst: an old state from A, text from C, then a newer state from A with a missile
     // creation, all arriving before the server's next forwarding pass.
     let p1 = a.packet(now, PacketType::GameState, Some(state_at(1.0)), vec![]);
@@ -248,7 +262,7 @@ fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_anothers_
     let before = relay.outbox_stats();
     assert!(before.states_forwarded > 0 && before.critical_forwarded > 0);
     for slot in 0..3 {
-        relay.remove_client(slot);
+        relay.remove_client(later, slot);
     }
     assert_eq!(relay.client_count(), 0);
     assert_eq!(
@@ -262,7 +276,7 @@ fn a_burst_forwards_the_missile_first_drops_the_stale_state_and_delays_anothers_
 fn state_goes_only_to_clients_within_the_distance() {
     let now = Instant::now();
     let mut relay = relay(1000.0, &[0, 1, 2], now);
-    let mut clients: Vec<Client> = (0..3).map(Client::new).collect();
+    let mut clients: Vec<Client> = (0..3).map(|s| greeted(&mut relay, s, now)).collect();
     // Everyone joins (spectators watch everything) and reports a position: 0 at x=0, 1 nearby
     // at x=100, 2 far away at x=10000.
     for (i, x) in [(0usize, 0.0f32), (1, 100.0), (2, 10_000.0)] {
@@ -303,7 +317,7 @@ fn state_goes_only_to_clients_within_the_distance() {
 fn node_alive_is_consumed_and_silent_clients_are_reported() {
     let now = Instant::now();
     let mut relay = relay(0.0, &[0, 1], now);
-    let (mut a, mut b) = (Client::new(0), Client::new(1));
+    let (mut a, mut b) = (greeted(&mut relay, 0, now), greeted(&mut relay, 1, now));
     for i in 0..5u64 {
         let t = now + Duration::from_millis(100 * i);
         let p = a.packet(t, PacketType::NodeAlive, None, vec![]);
@@ -322,8 +336,9 @@ fn node_alive_is_consumed_and_silent_clients_are_reported() {
             )));
         }
     }
-    assert_eq!(relay.stats().node_alive_consumed, 5);
-    // Client 1 never sent anything; client 0 stops now. After the alive timeout both are
+    // The five above and the two hellos (sent by clients that have not joined).
+    assert_eq!(relay.stats().node_alive_consumed, 5 + 2);
+    // Client 1 sent only its hello; client 0 stops now. After the alive timeout both are
     // reported, 1 first (silent longer).
     let later = now + relay.config().alive_timeout + Duration::from_millis(450);
     relay.handle_timeout(later);
@@ -332,7 +347,7 @@ fn node_alive_is_consumed_and_silent_clients_are_reported() {
         silent.push(slot);
     }
     assert_eq!(silent, vec![0, 1]);
-    relay.remove_client(0);
+    relay.remove_client(later, 0);
     assert_eq!(relay.client_count(), 1);
 }
 
@@ -340,7 +355,7 @@ fn node_alive_is_consumed_and_silent_clients_are_reported() {
 fn reliable_events_stay_reliable_end_to_end_through_the_server_under_loss() {
     let start = Instant::now();
     let mut relay = relay(0.0, &[0, 1], start);
-    let (mut a, mut b) = (Client::new(0), Client::new(1));
+    let (mut a, mut b) = (greeted(&mut relay, 0, start), greeted(&mut relay, 1, start));
     let mut received = Vec::new();
     let mut buf = [0u8; 1400];
     let mut dropped = 0u32;
@@ -422,7 +437,7 @@ fn reliable_events_stay_reliable_end_to_end_through_the_server_under_loss() {
 fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_after_silence() {
     let now = Instant::now();
     let mut relay = relay(0.0, &[0, 1], now);
-    let mut a = Client::new(0);
+    let mut a = greeted(&mut relay, 0, now);
     let elsewhere = SocketAddr::from(([127, 0, 0, 1], 9999));
     let first = a.packet(now, PacketType::NodeAlive, None, vec![]);
     relay.handle_datagram(now, addr(0), &first);
@@ -464,7 +479,7 @@ fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_a
 fn a_client_that_arrives_late_hears_who_has_joined_already() {
     let now = Instant::now();
     let mut relay = relay(0.0, &[0], now);
-    let mut a = Client::new(0);
+    let mut a = greeted(&mut relay, 0, now);
     let joined = RemoteEvent::PlayerStatus {
         joined: true,
         flag: 0,
@@ -477,7 +492,7 @@ fn a_client_that_arrives_late_hears_who_has_joined_already() {
     // B connects after A joined: the server tells it, within the event delay.
     let later = now + Duration::from_secs(1);
     relay.add_client(later, 1, addr(1), token(1));
-    let mut b = Client::new(1);
+    let mut b = greeted(&mut relay, 1, later);
     let due = later + relay.config().event_delay;
     assert!(relay.poll_timeout().is_some_and(|t| t <= due));
     relay.handle_timeout(due);

@@ -64,7 +64,7 @@ fn relay(
     events: &[RemoteEvent],
 ) {
     for e in events {
-        assert!(server.queue_relayed(origin, e.clone()));
+        assert!(server.queue_relayed(origin, 0, e.clone()));
     }
     let mut buf = vec![0u8; 1400];
     let meta = PacketMeta {

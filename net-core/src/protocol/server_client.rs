@@ -229,7 +229,7 @@ impl ServerClient {
             token: params.token,
             name: params.name,
         };
-        let session = match self.kind {
+        let mut session = match self.kind {
             ProtocolKind::GameServer => {
                 let peer = self
                     .server_peer
@@ -256,14 +256,12 @@ impl ServerClient {
                     now,
                 )
             }
-            _ => {
-                let mut session = Session::new_mesh(params.session, self.node_eq(), me, now);
-                if let Some(state) = self.params.as_mut().and_then(|p| p.resume.take()) {
-                    session.set_resume_state(std::sync::Arc::unwrap_or_clone(state));
-                }
-                session
-            }
+            _ => Session::new_mesh(params.session, self.node_eq(), me, now),
         };
+        // What the session before a backend switch left (see `session::resume`).
+        if let Some(state) = self.params.as_mut().and_then(|p| p.resume.take()) {
+            session.set_resume_state(std::sync::Arc::unwrap_or_clone(state));
+        }
         self.session = Some(session);
         self.server_name = accepted.server_name;
         self.phase = Phase::Joined;

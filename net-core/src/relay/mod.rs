@@ -17,20 +17,26 @@
 //!
 //! Clients are known by slot (from the TCP join) and reached at their address; a packet from an
 //! unknown address whose token and slot match a client moves that client there (NAT rebinding).
+//!
+//! A client that leaves and comes back under a new token (a backend switch) resumes both
+//! directions of its old link exactly once (RE_RESUME, see `resume`).
 
 pub mod grid;
 pub mod outbox;
+pub mod resume;
 pub mod service;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::rmev::{RemoteEvent, MAX_SLOTS};
+use crate::rmev::{EarlierTokens, RemoteEvent, ResumeStep, MAX_SLOTS};
+use crate::session::resume::is_game_event;
 use crate::session::{Delivery, Link, LinkConfig, PacketMeta, PacketVerdict};
 use crate::wire::{decode_packet, PacketType, WireEvent};
 use grid::SpatialGrid;
-use outbox::Outbox;
+use outbox::{Outbox, Relayed};
+use resume::{RelayParked, RelayResume, HOLD_LIMIT};
 
 /// Settings of the relay.
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +97,13 @@ struct Client {
     last_sent: Option<Instant>,
     joined: bool,
     outbox: Outbox,
+    /// Events for this client held back (and since when) until its hello settled whether it is
+    /// someone coming back, whose older events go first (see `resume`).
+    held: Option<(Vec<Relayed>, Instant)>,
+    /// Its old links found from its hello (oldest first), waiting for its answers.
+    resuming: Vec<RelayParked>,
+    /// Its answers so far: (its token on the old link, the last id it delivered).
+    answers: Vec<(u32, u32)>,
 }
 
 /// The relay of one gameserver.
@@ -103,7 +116,9 @@ pub struct RelayCore {
     scratch: Vec<WireEvent>,
     deliveries: Vec<Delivery>,
     near: Vec<u16>,
-    due: Vec<(u8, RemoteEvent)>,
+    due: Vec<Relayed>,
+    /// The serial of the last event received from a client (each is forwarded under it).
+    serial: u64,
     /// Since when buffered input waits for a forwarding pass.
     pending_since: Option<Instant>,
     stats: RelayStats,
@@ -115,6 +130,8 @@ pub struct RelayCore {
     spare_out: Vec<Vec<u8>>,
     /// The players with something for the client being served (reused between clients).
     origins: Vec<Option<u8>>,
+    /// Links of clients that left, kept for their return.
+    resume: RelayResume,
 }
 
 /// At most this many sent datagram buffers are kept for reuse.
@@ -136,12 +153,14 @@ impl RelayCore {
             deliveries: Vec::new(),
             near: Vec::new(),
             due: Vec::new(),
+            serial: 0,
             pending_since: None,
             stats: RelayStats::default(),
             retired_outbox: outbox::OutboxStats::default(),
             write_buf: Vec::new(),
             spare_out: Vec::new(),
             origins: Vec::new(),
+            resume: RelayResume::default(),
         }
     }
 
@@ -166,11 +185,41 @@ impl RelayCore {
         sum
     }
 
-    /// Forget the client in `slot`, keeping its counters in the totals.
-    fn retire(&mut self, slot: usize) {
-        if let Some(client) = self.clients.get_mut(slot).and_then(Option::take) {
-            self.retired_outbox.add(client.outbox.stats());
+    /// Resumption counters (links parked, resumed, events carried and dropped).
+    pub fn resume_stats(&self) -> &resume::RelayResumeStats {
+        self.resume.stats()
+    }
+
+    /// Forget the client in `slot`, keeping its counters in the totals and parking what its
+    /// link still owed it and what it delivered from it, for its return (see `resume`).
+    fn retire(&mut self, now: Instant, slot: usize) {
+        let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        for parked in client.resuming {
+            self.resume.park(parked);
         }
+        // Not yet sent: what was held for it, then what waits in its burst buffer.
+        let mut unsent = client.held.map(|(held, _)| held).unwrap_or_default();
+        client
+            .outbox
+            .take_due_events(now, Duration::ZERO, &mut self.due);
+        unsent.append(&mut self.due);
+        self.retired_outbox.add(client.outbox.stats());
+        let outgoing: Vec<(u32, Relayed)> = client
+            .link
+            .relayed_stream(&unsent)
+            .into_iter()
+            .filter_map(|(id, origin, serial, event)| Some((id, (origin?, serial, event))))
+            .filter(|(_, (_, serial, event))| *serial != 0 && is_game_event(event))
+            .collect();
+        self.resume.park(RelayParked {
+            client_token: client.token,
+            ip: client.addr.ip(),
+            delivered: client.link.delivered_id(),
+            outgoing,
+            parked_at: now,
+        });
     }
 
     /// A player joined over TCP: expect its packets from `addr` signed with `token`.
@@ -178,7 +227,12 @@ impl RelayCore {
         if usize::from(slot) >= self.clients.len() {
             return;
         }
-        let mut outbox = Outbox::default();
+        let mut link = Link::new(self.config.link);
+        // The relay's hello first: a client coming back answers what it delivered of its old
+        // links (the relay's token never changes, so it lists no earlier ones).
+        link.queue_event(RemoteEvent::Resume(ResumeStep::Hello(
+            EarlierTokens::default(),
+        )));
         // The newcomer hears who is already in the game (names and seats come over TCP; the
         // joins were said before it was here).
         for other in self.clients.iter().flatten() {
@@ -187,32 +241,57 @@ impl RelayCore {
                     joined: true,
                     flag: 0,
                 };
-                outbox.push_event(now, other.slot, joined);
+                link.queue_relayed(other.slot, 0, joined);
             }
         }
-        let greeted = !outbox.is_empty();
-        self.retire(usize::from(slot));
+        self.remove_client(now, slot);
         self.clients[usize::from(slot)] = Some(Client {
             slot,
             addr,
             token,
-            link: Link::new(self.config.link),
+            link,
             last_heard: now,
             last_sent: None,
             joined: false,
-            outbox,
+            outbox: Outbox::default(),
+            // Anyone may be someone coming back, even while its earlier self still seems to be
+            // here (the server has not seen that connection close yet).
+            held: Some((Vec::new(), now)),
+            resuming: Vec::new(),
+            answers: Vec::new(),
         });
-        if greeted {
-            self.pending_since.get_or_insert(now);
-        }
+        self.pending_since.get_or_insert(now);
     }
 
-    /// A player left: forget it and everything buffered from it.
-    pub fn remove_client(&mut self, slot: u8) {
-        self.retire(usize::from(slot));
+    /// A player left: forget it (what its link owed it is parked for its return); what it said
+    /// that still waits in the others' burst buffers goes to their links now, before anyone
+    /// else can sit in its slot.
+    pub fn remove_client(&mut self, now: Instant, slot: u8) {
+        self.retire(now, usize::from(slot));
         self.grid.remove(u16::from(slot));
+        let mut due = std::mem::take(&mut self.due);
         for client in self.clients.iter_mut().flatten() {
-            client.outbox.forget(slot);
+            client.outbox.take_departed(slot, &mut due);
+            Self::queue_for(client, due.drain(..), self.config.link.max_queued);
+        }
+        self.due = due;
+        self.pending_since.get_or_insert(now);
+    }
+
+    /// Queue relayed events for `client`: held back while its hello is awaited, else on its
+    /// link.
+    fn queue_for(client: &mut Client, events: impl Iterator<Item = Relayed>, max: usize) {
+        for (origin, serial, event) in events {
+            match client.held.as_mut() {
+                Some((held, _)) if held.len() >= max => {
+                    log::warn!("relay: held events for slot {} full", client.slot);
+                }
+                Some((held, _)) => held.push((origin, serial, event)),
+                None if !client.link.queue_relayed(origin, serial, event) => {
+                    log::warn!("relay: queue towards slot {} full", client.slot);
+                }
+                None => {}
+            }
         }
     }
 
@@ -300,14 +379,15 @@ impl RelayCore {
                     self.stats.states_in += 1;
                     self.buffer_state(origin, state);
                 }
-                // Stream resumption is between peers of a mesh; clients of a gameserver do not
-                // send it, and it is never forwarded.
+                // Between this client and the relay; never forwarded.
                 Delivery::Event {
-                    event: RemoteEvent::Resume(_),
+                    event: RemoteEvent::Resume(step),
                     ..
-                } => {}
+                } => self.handle_resume(now, origin, step),
                 Delivery::Event { event, .. } => {
                     self.stats.events_in += 1;
+                    self.serial += 1;
+                    let serial = self.serial;
                     if let RemoteEvent::PlayerStatus { joined, .. } = event {
                         if let Some(c) = self.clients[usize::from(origin)].as_mut() {
                             c.joined = joined;
@@ -322,7 +402,9 @@ impl RelayCore {
                         .flatten()
                         .filter(|c| c.slot != origin)
                     {
-                        client.outbox.push_event(now, origin, event.clone());
+                        client
+                            .outbox
+                            .push_event(now, (origin, serial, event.clone()));
                     }
                 }
             }
@@ -371,11 +453,7 @@ impl RelayCore {
             client
                 .outbox
                 .take_due_events(now, self.config.event_delay, &mut self.due);
-            for (origin, event) in self.due.drain(..) {
-                if !client.link.queue_relayed(origin, event) {
-                    log::warn!("relay: queue towards slot {} full", client.slot);
-                }
-            }
+            Self::queue_for(client, self.due.drain(..), self.config.link.max_queued);
             // One packet per player with something for this client: its state and events.
             let origins = &mut self.origins;
             origins.clear();
@@ -435,6 +513,24 @@ impl RelayCore {
     /// due, retransmit, keep links alive, find silent clients.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.pending_since = None;
+        self.resume.expire(now);
+        for client in self.clients.iter_mut().flatten() {
+            let late = client
+                .held
+                .as_ref()
+                .is_some_and(|(_, since)| now.saturating_duration_since(*since) >= HOLD_LIMIT);
+            if late {
+                log::warn!(
+                    "relay: no RE_RESUME from slot {} in time; sending on",
+                    client.slot
+                );
+                for parked in std::mem::take(&mut client.resuming) {
+                    self.resume.count_dropped(parked.outgoing.len());
+                }
+                self.resume.count_hold_timeout();
+                Self::release_held(client);
+            }
+        }
         for client in self.clients.iter().flatten() {
             if now.saturating_duration_since(client.last_heard) >= self.config.alive_timeout
                 && !self.silent.contains(&client.slot)
@@ -460,11 +556,146 @@ impl RelayCore {
                     ),
                     c.outbox.next_due(self.config.event_delay),
                     c.link.next_retransmit(c.last_heard),
+                    c.held.as_ref().map(|(_, since)| *since + HOLD_LIMIT),
                 ]
             })
             .flatten()
             .min();
-        [clients, self.pending_since].into_iter().flatten().min()
+        [clients, self.pending_since, self.resume.next_expiry()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// RE_RESUME from the client in `slot` (see `resume`).
+    fn handle_resume(&mut self, now: Instant, slot: u8, step: ResumeStep) {
+        match step {
+            ResumeStep::Hello(tokens) => {
+                let tokens = tokens.as_slice();
+                let Some(ip) = self.clients[usize::from(slot)]
+                    .as_ref()
+                    .map(|c| c.addr.ip())
+                else {
+                    return;
+                };
+                // Its earlier self may still be seated (the TCP side has not seen it leave):
+                // it has left, and what its link owed is parked now. Only from the same host:
+                // every player knows the others' tokens.
+                let stale: Vec<u8> = self
+                    .clients
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.slot != slot && c.addr.ip() == ip && tokens.contains(&c.token))
+                    .map(|c| c.slot)
+                    .collect();
+                for old in stale {
+                    self.remove_client(now, old);
+                }
+                let server_token = self.config.server_token;
+                let found = self.resume.take_matching(ip, tokens);
+                let answered: Vec<u32> = found.iter().map(|p| p.client_token).collect();
+                let receipts: Vec<_> = self
+                    .resume
+                    .receipts_matching(ip, tokens)
+                    .filter(|r| !answered.contains(&r.client_token))
+                    .collect();
+                let Some(client) = self.clients[usize::from(slot)].as_mut() else {
+                    return;
+                };
+                let answers = found
+                    .iter()
+                    .map(|p| (p.client_token, p.delivered))
+                    .chain(receipts.iter().map(|r| (r.client_token, r.delivered)));
+                for (client_token, delivered) in answers {
+                    client
+                        .link
+                        .queue_event(RemoteEvent::Resume(ResumeStep::Answer {
+                            yours: client_token,
+                            mine: server_token,
+                            delivered,
+                        }));
+                }
+                client
+                    .link
+                    .queue_event(RemoteEvent::Resume(ResumeStep::Done));
+                if found.is_empty() {
+                    // Not someone coming back (or nothing of it was kept): send on.
+                    Self::release_held(client);
+                } else {
+                    client.resuming = found;
+                }
+            }
+            ResumeStep::Answer {
+                yours,
+                mine,
+                delivered,
+            } => {
+                if let Some(client) = self.clients[usize::from(slot)].as_mut() {
+                    if yours == self.config.server_token {
+                        client.answers.push((mine, delivered));
+                    }
+                }
+            }
+            ResumeStep::Done => {
+                let Some(client) = self.clients[usize::from(slot)].as_mut() else {
+                    return;
+                };
+                let streams = std::mem::take(&mut client.resuming);
+                if streams.is_empty() {
+                    client.answers.clear();
+                    return;
+                }
+                // Every event owed over the old links and held for this one, each once, in the
+                // order the relay received them, minus what an old link delivered.
+                let count = streams.len();
+                let (mut owed, mut got) = (Vec::new(), Vec::new());
+                for parked in streams {
+                    let answer = client
+                        .answers
+                        .iter()
+                        .find(|(token, _)| *token == parked.client_token)
+                        .map(|(_, delivered)| *delivered);
+                    parked.settle(answer, &mut owed, &mut got);
+                }
+                got.sort_unstable();
+                let delivered = |serial: &u64| got.binary_search(serial).is_ok();
+                owed.retain(|(_, serial, _)| !delivered(serial));
+                let carried = owed.len();
+                // What waits in its burst buffer was meant for the held queue too (an old link
+                // may hold the same events).
+                client
+                    .outbox
+                    .take_due_events(now, Duration::ZERO, &mut self.due);
+                let held = client.held.take().map(|(held, _)| held).unwrap_or_default();
+                owed.extend(
+                    held.into_iter()
+                        .chain(self.due.drain(..))
+                        .filter(|(_, serial, _)| !delivered(serial)),
+                );
+                owed.sort_by_key(|(_, serial, _)| *serial);
+                owed.dedup_by(|a, b| a.1 == b.1);
+                for (origin, serial, event) in owed {
+                    // Bounded like the held queue.
+                    let _ = client.link.queue_relayed(origin, serial, event);
+                }
+                client.answers.clear();
+                log::info!(
+                    "relay: slot {slot} came back; {carried} events sent again over {count} old links"
+                );
+                self.resume.count_resumed(count, carried);
+            }
+        }
+    }
+
+    /// Queue what was held back for `client`, in order, after whatever was carried.
+    fn release_held(client: &mut Client) {
+        if let Some((held, _)) = client.held.take() {
+            for (origin, serial, event) in held {
+                if !client.link.queue_relayed(origin, serial, event) {
+                    log::warn!("relay: queue towards slot {} full", client.slot);
+                }
+            }
+        }
     }
 
     /// A client whose alive counter ran out (it is removed by the caller through the TCP side).
@@ -478,6 +709,7 @@ impl RelayCore {
     pub fn status_lines(&self) -> Vec<String> {
         let s = &self.stats;
         let o = self.outbox_stats();
+        let r = self.resume.stats();
         vec![
             format!(
                 "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}",
@@ -492,6 +724,10 @@ impl RelayCore {
             format!(
                 "forwarding: states in {} forwarded {} dropped as outdated {} filtered by distance {}; events in {} critical first {} others {}",
                 s.states_in, o.states_forwarded, o.states_dropped, s.states_filtered_by_distance, s.events_in, o.critical_forwarded, o.events_forwarded
+            ),
+            format!(
+                "resumption: links parked {} resumed {}, events sent again {} dropped {}, hold timeouts {}",
+                r.parked, r.resumed, r.events_carried, r.events_dropped, r.hold_timeouts
             ),
         ]
     }

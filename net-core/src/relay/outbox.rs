@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use crate::rmev::{RemoteEvent, ShipState, MAX_SLOTS};
 
+/// An event to forward: (origin slot, the relay's serial of it, event). One event sent to several
+/// clients has one serial, so a client coming back gets it once (see `super::resume`).
+pub type Relayed = (u8, u64, RemoteEvent);
+
 /// Whether an event jumps the queue at the gameserver.
 pub fn is_time_critical(event: &RemoteEvent) -> bool {
     matches!(
@@ -41,8 +45,8 @@ impl OutboxStats {
 /// The buffer for one destination client.
 #[derive(Debug, Default)]
 pub struct Outbox {
-    critical: VecDeque<(u8, RemoteEvent)>,
-    normal: VecDeque<(u8, RemoteEvent, Instant)>,
+    critical: VecDeque<Relayed>,
+    normal: VecDeque<(Relayed, Instant)>,
     states: [Option<ShipState>; MAX_SLOTS],
     stats: OutboxStats,
 }
@@ -52,23 +56,24 @@ impl Outbox {
         &self.stats
     }
 
-    /// Buffer an event from `origin`.
-    pub fn push_event(&mut self, now: Instant, origin: u8, event: RemoteEvent) {
-        if is_time_critical(&event) {
+    /// Buffer an event.
+    pub fn push_event(&mut self, now: Instant, relayed: Relayed) {
+        let origin = relayed.0;
+        if is_time_critical(&relayed.2) {
             // Events keep their order per sender: what `origin` said before goes first with it
             // (a laser never arrives before its shooter's join or name).
             let mut index = 0;
             while index < self.normal.len() {
-                if self.normal[index].0 == origin {
-                    let (o, e, _) = self.normal.remove(index).expect("index in range");
-                    self.critical.push_back((o, e));
+                if self.normal[index].0 .0 == origin {
+                    let (earlier, _) = self.normal.remove(index).expect("index in range");
+                    self.critical.push_back(earlier);
                 } else {
                     index += 1;
                 }
             }
-            self.critical.push_back((origin, event));
+            self.critical.push_back(relayed);
         } else {
-            self.normal.push_back((origin, event, now));
+            self.normal.push_back((relayed, now));
         }
     }
 
@@ -81,10 +86,26 @@ impl Outbox {
         }
     }
 
-    /// Forget everything from `origin` (the player left).
-    pub fn forget(&mut self, origin: u8) {
-        self.critical.retain(|(o, _)| *o != origin);
-        self.normal.retain(|(o, _, _)| *o != origin);
+    /// `origin` left: its state is dropped and its events (accepted from it, so they must be
+    /// forwarded) are taken at once, in their order, before a newcomer may sit in its slot.
+    pub fn take_departed(&mut self, origin: u8, out: &mut Vec<Relayed>) {
+        out.clear();
+        for relayed in std::mem::take(&mut self.critical) {
+            if relayed.0 == origin {
+                self.stats.critical_forwarded += 1;
+                out.push(relayed);
+            } else {
+                self.critical.push_back(relayed);
+            }
+        }
+        for (relayed, at) in std::mem::take(&mut self.normal) {
+            if relayed.0 == origin {
+                self.stats.events_forwarded += 1;
+                out.push(relayed);
+            } else {
+                self.normal.push_back((relayed, at));
+            }
+        }
         if let Some(slot) = self.states.get_mut(usize::from(origin)) {
             *slot = None;
         }
@@ -92,22 +113,17 @@ impl Outbox {
 
     /// Take what is due at `now`, in forwarding order: every critical event, then the other
     /// events that have waited `delay` (all of them once any has, so order among them holds).
-    pub fn take_due_events(
-        &mut self,
-        now: Instant,
-        delay: Duration,
-        out: &mut Vec<(u8, RemoteEvent)>,
-    ) {
+    pub fn take_due_events(&mut self, now: Instant, delay: Duration, out: &mut Vec<Relayed>) {
         out.clear();
         self.stats.critical_forwarded += self.critical.len() as u64;
         out.extend(self.critical.drain(..));
         let oldest_due = self
             .normal
             .front()
-            .is_some_and(|(_, _, at)| now.saturating_duration_since(*at) >= delay);
+            .is_some_and(|(_, at)| now.saturating_duration_since(*at) >= delay);
         if oldest_due {
             self.stats.events_forwarded += self.normal.len() as u64;
-            out.extend(self.normal.drain(..).map(|(o, e, _)| (o, e)));
+            out.extend(self.normal.drain(..).map(|(relayed, _)| relayed));
         }
     }
 
@@ -132,7 +148,7 @@ impl Outbox {
     /// When the oldest delayed event becomes due (critical events and states are forwarded in
     /// the pass that buffered them, so they need no timer).
     pub fn next_due(&self, delay: Duration) -> Option<Instant> {
-        self.normal.front().map(|(_, _, at)| *at + delay)
+        self.normal.front().map(|(_, at)| *at + delay)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -164,20 +180,48 @@ mod tests {
     fn critical_events_go_first_but_each_sender_keeps_its_order() {
         let now = Instant::now();
         let mut outbox = Outbox::default();
-        outbox.push_event(now, 1, text("one says hi"));
-        outbox.push_event(now, 2, text("two says hi"));
-        outbox.push_event(now, 1, laser(7));
-        outbox.push_event(now, 2, text("two again"));
+        outbox.push_event(now, (1, 0, text("one says hi")));
+        outbox.push_event(now, (2, 0, text("two says hi")));
+        outbox.push_event(now, (1, 0, laser(7)));
+        outbox.push_event(now, (2, 0, text("two again")));
         let mut out = Vec::new();
         // Before the delay: the laser goes, with what its sender said first; two's lines wait.
         outbox.take_due_events(now, Duration::from_millis(20), &mut out);
-        assert_eq!(out, vec![(1, text("one says hi")), (1, laser(7))]);
+        assert_eq!(out, vec![(1, 0, text("one says hi")), (1, 0, laser(7))]);
         outbox.take_due_events(
             now + Duration::from_millis(20),
             Duration::from_millis(20),
             &mut out,
         );
-        assert_eq!(out, vec![(2, text("two says hi")), (2, text("two again"))]);
+        assert_eq!(
+            out,
+            vec![(2, 0, text("two says hi")), (2, 0, text("two again"))]
+        );
+        assert!(outbox.is_empty());
+    }
+
+    #[test]
+    fn a_departed_senders_events_are_taken_in_order_and_its_state_dropped() {
+        let now = Instant::now();
+        let mut outbox = Outbox::default();
+        outbox.push_event(now, (1, 0, text("one")));
+        outbox.push_event(now, (2, 0, text("two")));
+        outbox.push_event(now, (1, 0, laser(3)));
+        outbox.push_event(now, (1, 0, text("one again")));
+        outbox.push_state(1, ShipState::default());
+        let mut out = Vec::new();
+        outbox.take_departed(1, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                (1, 0, text("one")),
+                (1, 0, laser(3)),
+                (1, 0, text("one again"))
+            ]
+        );
+        assert_eq!(outbox.state_origins().count(), 0);
+        outbox.take_due_events(now + Duration::from_secs(1), Duration::ZERO, &mut out);
+        assert_eq!(out, vec![(2, 0, text("two"))]);
         assert!(outbox.is_empty());
     }
 }

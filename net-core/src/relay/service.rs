@@ -31,7 +31,7 @@ impl UdpService for RelayService {
                 let addr = SocketAddr::new(player.addr, player.game_port);
                 self.relay.add_client(now, player.slot, addr, player.token);
             }
-            RosterChange::Left { slot, .. } => self.relay.remove_client(*slot),
+            RosterChange::Left { slot, .. } => self.relay.remove_client(now, *slot),
             RosterChange::Renamed { .. } => {}
         }
     }

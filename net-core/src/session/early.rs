@@ -104,6 +104,16 @@ impl EarlyEvents {
         out
     }
 
+    /// Every waiting event, oldest first, whoever sent it (the session ends: nothing accepted
+    /// may be lost with it).
+    pub fn take_all(&mut self) -> Vec<(u8, RemoteEvent)> {
+        self.released_unknown += self.waiting.len() as u64;
+        self.waiting
+            .drain(..)
+            .map(|(slot, event, _)| (slot, event))
+            .collect()
+    }
+
     /// When the oldest waiting event expires.
     pub fn next_expiry(&self) -> Option<Instant> {
         self.waiting
@@ -145,6 +155,11 @@ mod tests {
         assert_eq!(early.len(), 1);
         assert_eq!(early.expired(now + EARLY_HOLD), vec![(4, text(2))]);
         assert_eq!(early.released_unknown, 1);
+        assert!(early.is_empty());
+        early.push(7, text(4), now);
+        early.push(8, text(5), now);
+        assert_eq!(early.take_all(), vec![(7, text(4)), (8, text(5))]);
+        assert_eq!(early.released_unknown, 3);
         assert!(early.is_empty());
     }
 

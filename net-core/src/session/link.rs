@@ -319,9 +319,10 @@ impl Link {
         self.queue_from(None, tag, event)
     }
 
-    /// Queue an event another player (`origin`) sent, for a relay (see `PacketMeta::relay`).
-    pub fn queue_relayed(&mut self, origin: u8, event: RemoteEvent) -> bool {
-        self.queue_from(Some(origin), 0, event)
+    /// Queue an event another player (`origin`) sent, for a relay (see `PacketMeta::relay`),
+    /// with the relay's serial of it as the tag.
+    pub fn queue_relayed(&mut self, origin: u8, serial: u64, event: RemoteEvent) -> bool {
+        self.queue_from(Some(origin), serial, event)
     }
 
     fn queue_from(&mut self, origin: Option<u8>, tag: u64, event: RemoteEvent) -> bool {
@@ -371,22 +372,48 @@ impl Link {
     /// `then` are (tag, event) pairs the owner holds back for this link, numbered after the
     /// queued ones. Each entry is (reliable id, tag, event).
     pub fn outgoing_stream(&self, then: &[(u64, RemoteEvent)]) -> Vec<(u32, u64, RemoteEvent)> {
+        let then = then.iter().map(|(tag, e)| (None, *tag, e));
+        self.stream_entries(then)
+            .map(|(id, _, tag, e)| (id, tag, e.clone()))
+            .collect()
+    }
+
+    /// The same for a relay, with each event's origin: `then` are (origin, serial, event)
+    /// triples the relay holds back for this link. Each entry is (reliable id, origin, tag,
+    /// event).
+    pub fn relayed_stream(
+        &self,
+        then: &[(u8, u64, RemoteEvent)],
+    ) -> Vec<(u32, Option<u8>, u64, RemoteEvent)> {
+        let then = then.iter().map(|(origin, tag, e)| (Some(*origin), *tag, e));
+        self.stream_entries(then)
+            .map(|(id, origin, tag, e)| (id, origin, tag, e.clone()))
+            .collect()
+    }
+
+    /// In flight, then queued, then `then`, reliable ones only, numbered on from the ids in
+    /// flight: (reliable id, origin, tag, event).
+    fn stream_entries<'a>(
+        &'a self,
+        then: impl Iterator<Item = (Option<u8>, u64, &'a RemoteEvent)> + 'a,
+    ) -> impl Iterator<Item = (u32, Option<u8>, u64, &'a RemoteEvent)> + 'a {
         let mut next_id = self.next_reliable_id;
         let waiting = self
             .queued
             .iter()
-            .map(|(_, tag, e)| (*tag, e))
-            .chain(then.iter().map(|(tag, e)| (*tag, e)));
-        let queued = waiting.filter(|(_, e)| e.is_reliable()).map(|(tag, e)| {
-            let id = next_id;
-            next_id = next_id.wrapping_add(1).max(1);
-            (id, tag, e.clone())
-        });
+            .map(|(origin, tag, e)| (*origin, *tag, e))
+            .chain(then);
+        let queued = waiting
+            .filter(|(_, _, e)| e.is_reliable())
+            .map(move |(origin, tag, e)| {
+                let id = next_id;
+                next_id = next_id.wrapping_add(1).max(1);
+                (id, origin, tag, e)
+            });
         self.in_flight
             .iter()
-            .map(|f| (f.id, f.tag, f.event.clone()))
+            .map(|f| (f.id, f.origin, f.tag, &f.event))
             .chain(queued)
-            .collect()
     }
 
     /// The last reliable id of the other side's stream delivered, in order (0: none yet).

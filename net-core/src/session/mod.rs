@@ -153,8 +153,8 @@ struct Remote {
     tick_served: u64,
     /// A JOIN/UNJOIN transition to announce with the next packet.
     pending_kind: Option<PacketType>,
-    /// Mesh: the RE_RESUME hello is still to be queued (with the first packet, when the
-    /// session knows its earlier tokens).
+    /// The RE_RESUME hello is still to be queued (with the first packet, when the session
+    /// knows its earlier tokens).
     hello_due: bool,
     /// The game's events for this remote held back (and since when) until its answer says
     /// what to send again first (see `resume`).
@@ -316,25 +316,40 @@ impl Session {
     }
 
     /// What the next session should pick up after this one ends for a backend switch: the
-    /// streams parked so far plus every current link's, and this session's token as an earlier
-    /// one. The session itself is left as it is (it still says goodbye).
+    /// streams parked so far plus every current link's (the server's, in a star), and this
+    /// session's token as an earlier one. The session itself is left as it is (it still says
+    /// goodbye).
     pub fn resume_state_for_next(&self) -> ResumeState {
         let mut state = self.resume.clone();
-        if !self.star {
-            for remote in &self.remotes {
-                Self::park_remote(&mut state, remote, self.my_token, self.game_event_serial);
-            }
+        for remote in &self.remotes {
+            Self::park_remote(&mut state, remote, self.my_token, self.game_event_serial);
         }
         state.note_my_token(self.my_token);
         state.next_serial = self.game_event_serial;
         state
     }
 
+    /// Hand the game every relayed event still waiting for its player to be seated (star): the
+    /// session is about to end (a backend switch), and its link counted them as delivered.
+    pub fn release_early_events(&mut self) {
+        for (slot, event) in self.early.take_all() {
+            self.apply_remote_event(slot, event);
+        }
+    }
+
     /// Pick up what an earlier session left (see `resume_state_for_next`); call right after
-    /// the session is created, before any player is added.
+    /// the session is created, before any player is added. A star session that parked a link
+    /// with its server holds the game's events until the server's answer (carried events go
+    /// first).
     pub fn set_resume_state(&mut self, state: ResumeState) {
         self.game_event_serial = self.game_event_serial.max(state.next_serial);
         self.resume = state;
+        for remote in self.remotes.iter_mut().filter(|r| r.slot.is_none()) {
+            remote.added_at_serial = self.game_event_serial;
+            if self.resume.has_parked_with(remote.token) && remote.held.is_none() {
+                remote.held = Some((Vec::new(), remote.last_heard));
+            }
+        }
     }
 
     /// Park what `remote` has not got: the streams of an unfinished resumption with it as they
@@ -387,34 +402,6 @@ impl Session {
     /// Every link with its slot (None: the server).
     pub fn links(&self) -> impl Iterator<Item = (Option<u8>, &Link)> {
         self.remotes.iter().map(|r| (r.slot, &r.link))
-    }
-
-    /// The game's own events some remote has not acknowledged yet (or that were not sent),
-    /// oldest first: what must be sent again if this session is replaced (a backend switch).
-    /// Session-internal events (names, join status, player lists) are left out.
-    pub fn unacknowledged_game_events(&self) -> Vec<RemoteEvent> {
-        let own = |e: &RemoteEvent| {
-            !matches!(
-                e,
-                RemoteEvent::PlayerName(_)
-                    | RemoteEvent::PlayerStatus { .. }
-                    | RemoteEvent::PlayerList(_)
-                    | RemoteEvent::ConnectQueue(_)
-            )
-        };
-        // Every link got the same events in the same order; the one furthest behind holds the
-        // longest tail, which includes what the others still miss.
-        self.remotes
-            .iter()
-            .map(|r| {
-                r.link
-                    .pending_events()
-                    .into_iter()
-                    .filter(own)
-                    .collect::<Vec<_>>()
-            })
-            .max_by_key(Vec::len)
-            .unwrap_or_default()
     }
 
     /// Reliable events not yet acknowledged on any link.
@@ -780,11 +767,12 @@ impl Session {
                         }
                     }
                 }
+                // Mesh: from the player; star: the server's own (no slot), never relayed.
                 Delivery::Event {
-                    origin: Some(origin),
+                    origin,
                     event: RemoteEvent::Resume(step),
                 } => {
-                    if !self.star {
+                    if self.star == origin.is_none() {
                         self.handle_resume(origin, step);
                     }
                 }
@@ -812,9 +800,10 @@ impl Session {
         Ok(())
     }
 
-    /// RE_RESUME from the player in `slot` (see `resume`).
-    fn handle_resume(&mut self, slot: u8, step: ResumeStep) {
-        if let ResumeStep::Hello(tokens) = step {
+    /// RE_RESUME from the player in `slot` (mesh) or from the server (star, `None`); see
+    /// `resume`.
+    fn handle_resume(&mut self, slot: Option<u8>, step: ResumeStep) {
+        if let (ResumeStep::Hello(tokens), Some(slot)) = (step, slot) {
             // The same player under an earlier token, still seated (its goodbye was lost, it
             // came back at a new address): it has left; what it was owed is parked for it now.
             let stale: Vec<(u8, u32)> = self
@@ -836,7 +825,7 @@ impl Session {
             }
         }
         let earlier = self.resume.earlier_tokens();
-        let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == Some(slot)) else {
+        let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == slot) else {
             return;
         };
         match step {
@@ -1238,9 +1227,12 @@ impl Remote {
             state_sent_at: None,
             tick_served: 0,
             pending_kind: None,
-            hello_due: slot.is_some(),
+            // The server (star) gets a hello too, so it can tell this client is coming back.
+            hello_due: true,
             // Any newcomer may be someone coming back under a new token: the game's events for
-            // it wait for its answer, so what was parked for it goes first (see `resume`).
+            // it wait for its answer, so what was parked for it goes first (see `resume`). The
+            // server of a star never comes back under a new token: its link holds only what
+            // this client carried (`set_resume_state`).
             held: slot.is_some().then(|| (Vec::new(), now)),
             resuming: Vec::new(),
             answers: Vec::new(),

@@ -134,6 +134,11 @@ impl ResumeState {
         !self.parked.is_empty()
     }
 
+    /// Whether a stream with the player (or server) whose token is `token` is parked.
+    pub fn has_parked_with(&self, token: u32) -> bool {
+        token != 0 && self.parked.iter().any(|p| p.peer_token == token)
+    }
+
     /// This side's earlier tokens as a hello lists them.
     pub fn earlier_tokens(&self) -> EarlierTokens {
         EarlierTokens::new(self.earlier_tokens.iter().copied())

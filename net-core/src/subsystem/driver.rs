@@ -252,16 +252,17 @@ impl Subsystem {
         // What those packets delivered goes to the game now, before the session ends (the
         // others are told it arrived, so it is not coming again).
         self.receive_for_protocol(now);
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            // Relayed events whose player is not seated yet go to the game now, not with the
+            // session: the server counts them as delivered.
+            session.release_early_events();
+        }
         self.take_protocol_output(now);
         // What the game queued that the others have not delivered goes out in the session
-        // found over the new backend: per player, exactly what it misses (mesh, see
-        // `session::resume`), or what the server has not acknowledged (star).
+        // found over the new backend: per player (mesh) or to the server (star), exactly what
+        // the other side misses (see `session::resume`).
         if let Some(session) = self.protocol.as_ref().and_then(|p| p.session()) {
-            if session.is_star() {
-                self.carry_over.extend(session.unacknowledged_game_events());
-            } else {
-                self.carry_resume = Some(session.resume_state_for_next());
-            }
+            self.carry_resume = Some(session.resume_state_for_next());
         }
         self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
         self.maintain(now);
@@ -323,28 +324,10 @@ impl Subsystem {
         }
     }
 
-    /// Give a new star session the events the one before a backend switch did not get
-    /// acknowledged, as soon as it exists (mesh sessions get theirs at creation, see
-    /// `ConnectParams::resume`).
-    fn hand_over_carried(
-        protocol: &mut Box<dyn ClientProtocol>,
-        carry_over: &mut Vec<RemoteEvent>,
-    ) {
-        let Some(session) = protocol.session_mut() else {
-            return;
-        };
-        for event in carry_over.drain(..) {
-            if let Err(err) = session.queue_event(event) {
-                log::warn!("an event carried over a backend switch was not queued: {err}");
-            }
-        }
-    }
-
     fn send_transmits(&mut self, now: Instant, options: &str) {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
-        Self::hand_over_carried(protocol, &mut self.carry_over);
         let max = self
             .packets
             .backend()
@@ -439,7 +422,6 @@ impl Subsystem {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
-        Self::hand_over_carried(protocol, &mut self.carry_over);
         while let Some(event) = protocol.poll_event() {
             self.game.deliver(now, event);
         }

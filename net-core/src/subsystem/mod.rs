@@ -54,8 +54,6 @@ pub struct Subsystem {
     last_target: Option<String>,
     /// The TCP connection of a client-server protocol.
     stream: Option<stream::LineStream>,
-    /// Game events to send again once a new session exists (after a backend switch).
-    carry_over: Vec<crate::rmev::RemoteEvent>,
     /// What a mesh session left for the next one across a backend switch (see
     /// `session::resume`).
     carry_resume: Option<crate::session::ResumeState>,
@@ -80,7 +78,6 @@ impl Subsystem {
             started: Instant::now(),
             last_target: None,
             stream: None,
-            carry_over: Vec::new(),
             carry_resume: None,
             transmit_buf: vec![0; 65_536],
             server_list: server_list::ServerListClient::default(),

@@ -1,0 +1,302 @@
+//! The gameserver's side of stream resumption (RE_RESUME, see `session::resume`): a client that
+//! switches packet backend leaves the game and joins again under a new token, and what was in
+//! flight between it and the server at that moment must arrive exactly once.
+//!
+//! When a client leaves, the relay parks its link ([`RelayParked`]): the last reliable id of the
+//! client's stream it delivered (forwarded to the others), and the relayed events the client may
+//! not have delivered, with their origins and their ids on the old link. A new client says hello
+//! listing its earlier tokens; the relay answers for every parked link of those tokens (and
+//! answers again from a [`RelayReceipt`] if the client left before reading an earlier answer),
+//! then "done". The relay also says hello (it has no earlier tokens: its token never changes),
+//! and the client answers what it delivered of the relay's old streams; on the client's "done"
+//! the relay sends again exactly the parked events after each answered id, then what it held
+//! for the new link, in the order it received them (each event has one relay serial however
+//! many links it went to, so one that sits in two of them, e.g. sent to the old link and held
+//! for the new one while the server had not yet seen the old connection close, goes once).
+//!
+//! Events for a new client are held until its hello settled whether it is someone coming back
+//! (normally one round trip, at most [`HOLD_LIMIT`]), so carried events come before newer ones
+//! from the same player.
+//!
+//! This module keeps the parked links and receipts; `RelayCore` runs the exchange.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::time::Instant;
+
+use super::outbox::Relayed;
+use crate::session::link::seq_before;
+pub use crate::session::resume::{HOLD_LIMIT, PARK_TIME};
+
+/// Most parked links kept (the oldest goes first).
+pub const MAX_PARKED: usize = 64;
+/// Most events kept of one parked link (a client that stopped acknowledging long before it
+/// left gets the oldest ones; the rest are counted as dropped).
+pub const MAX_PARKED_EVENTS: usize = 8192;
+
+/// What the relay kept of a client's link that ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelayParked {
+    /// The client's token on that link.
+    pub client_token: u32,
+    /// Where the client was: only a client from the same host may pick the link up (tokens
+    /// are told to every player, so a token alone proves nothing).
+    pub ip: IpAddr,
+    /// The last reliable id of the client's stream the relay delivered (0: none).
+    pub delivered: u32,
+    /// Relayed events the client may not have delivered, oldest first, with their reliable id
+    /// on the old link.
+    pub outgoing: Vec<(u32, Relayed)>,
+    pub parked_at: Instant,
+}
+
+impl RelayParked {
+    /// Split the events by `delivered`, the last id of this link's stream the client said it
+    /// delivered (None: it kept nothing of the link, so it got none): the ones it misses go to
+    /// `owed`, the serials of the ones it got to `got`.
+    pub fn settle(self, delivered: Option<u32>, owed: &mut Vec<Relayed>, got: &mut Vec<u64>) {
+        let delivered = delivered.unwrap_or(0);
+        for (id, relayed) in self.outgoing {
+            if delivered == 0 || seq_before(delivered, id) {
+                owed.push(relayed);
+            } else {
+                got.push(relayed.1);
+            }
+        }
+    }
+}
+
+/// What the relay answered for an old link, kept in case the client leaves again before it
+/// reads the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelayReceipt {
+    pub client_token: u32,
+    pub ip: IpAddr,
+    pub delivered: u32,
+    pub parked_at: Instant,
+}
+
+/// Counters of the relay's resumption, shown by the server's status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RelayResumeStats {
+    /// Links that ended with something parked.
+    pub parked: u64,
+    /// Parked links picked up again by a returning client.
+    pub resumed: u64,
+    /// Events sent again on a resumed link.
+    pub events_carried: u64,
+    /// Events nobody came back for, cut off a long parked link, or not wanted by the client.
+    pub events_dropped: u64,
+    /// New clients whose hello or answers did not come within `HOLD_LIMIT`.
+    pub hold_timeouts: u64,
+}
+
+/// The relay's parked links and receipts.
+#[derive(Debug, Default)]
+pub struct RelayResume {
+    parked: VecDeque<RelayParked>,
+    receipts: VecDeque<RelayReceipt>,
+    stats: RelayResumeStats,
+}
+
+impl RelayResume {
+    pub fn stats(&self) -> &RelayResumeStats {
+        &self.stats
+    }
+
+    pub fn has_parked(&self) -> bool {
+        !self.parked.is_empty()
+    }
+
+    /// Keep `stream` (bounded: the oldest link goes first, a long one keeps its oldest events).
+    pub fn park(&mut self, mut stream: RelayParked) {
+        if stream.client_token == 0 {
+            self.count_dropped(stream.outgoing.len());
+            return;
+        }
+        if stream.outgoing.len() > MAX_PARKED_EVENTS {
+            self.count_dropped(stream.outgoing.len() - MAX_PARKED_EVENTS);
+            stream.outgoing.truncate(MAX_PARKED_EVENTS);
+        }
+        if let Some(i) = self
+            .parked
+            .iter()
+            .position(|p| p.client_token == stream.client_token)
+        {
+            let old = self.parked.remove(i).expect("index in range");
+            self.count_dropped(old.outgoing.len());
+        }
+        if self.parked.len() == MAX_PARKED {
+            if let Some(old) = self.parked.pop_front() {
+                self.count_dropped(old.outgoing.len());
+            }
+        }
+        self.stats.parked += 1;
+        self.parked.push_back(stream);
+    }
+
+    /// Take the parked links of a client at `ip` whose earlier tokens are `tokens`, oldest
+    /// first, and remember what is answered for them.
+    pub fn take_matching(&mut self, ip: IpAddr, tokens: &[u32]) -> Vec<RelayParked> {
+        let (found, kept): (VecDeque<RelayParked>, VecDeque<RelayParked>) =
+            std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(|p| p.ip == ip && tokens.contains(&p.client_token));
+        self.parked = kept;
+        for stream in &found {
+            self.remember_receipt(stream);
+        }
+        found.into()
+    }
+
+    fn remember_receipt(&mut self, stream: &RelayParked) {
+        let receipt = RelayReceipt {
+            client_token: stream.client_token,
+            ip: stream.ip,
+            delivered: stream.delivered,
+            parked_at: stream.parked_at,
+        };
+        self.receipts
+            .retain(|r| r.client_token != receipt.client_token);
+        if self.receipts.len() == MAX_PARKED {
+            self.receipts.pop_front();
+        }
+        self.receipts.push_back(receipt);
+    }
+
+    /// Receipts of old links of a client at `ip` whose earlier tokens are `tokens`.
+    pub fn receipts_matching<'a>(
+        &'a self,
+        ip: IpAddr,
+        tokens: &'a [u32],
+    ) -> impl Iterator<Item = RelayReceipt> + 'a {
+        self.receipts
+            .iter()
+            .filter(move |r| r.ip == ip && tokens.contains(&r.client_token))
+            .copied()
+    }
+
+    /// Forget links and receipts older than `PARK_TIME`.
+    pub fn expire(&mut self, now: Instant) {
+        self.receipts
+            .retain(|r| now.saturating_duration_since(r.parked_at) < PARK_TIME);
+        let mut dropped = 0;
+        self.parked.retain(|p| {
+            let keep = now.saturating_duration_since(p.parked_at) < PARK_TIME;
+            if !keep {
+                dropped += p.outgoing.len();
+            }
+            keep
+        });
+        self.count_dropped(dropped);
+    }
+
+    /// When the oldest parked link or receipt expires.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        let parked = self.parked.iter().map(|p| p.parked_at);
+        let receipts = self.receipts.iter().map(|r| r.parked_at);
+        parked.chain(receipts).min().map(|t| t + PARK_TIME)
+    }
+
+    pub fn count_resumed(&mut self, links: usize, carried: usize) {
+        self.stats.resumed += links as u64;
+        self.stats.events_carried += carried as u64;
+    }
+
+    pub fn count_dropped(&mut self, events: usize) {
+        self.stats.events_dropped += events as u64;
+    }
+
+    pub fn count_hold_timeout(&mut self) {
+        self.stats.hold_timeouts += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rmev::{ChatText, RemoteEvent};
+    use std::time::Duration;
+
+    fn text(t: &str) -> RemoteEvent {
+        RemoteEvent::SendText(ChatText::new(t.as_bytes()).unwrap())
+    }
+
+    const HOST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
+
+    fn parked(token: u32, at: Instant) -> RelayParked {
+        RelayParked {
+            client_token: token,
+            ip: HOST,
+            delivered: 9,
+            outgoing: vec![(4, (1, 40, text("four"))), (5, (2, 50, text("five")))],
+            parked_at: at,
+        }
+    }
+
+    #[test]
+    fn a_client_is_owed_what_follows_the_id_it_delivered() {
+        let now = Instant::now();
+        let settle = |delivered| {
+            let (mut owed, mut got) = (Vec::new(), Vec::new());
+            parked(7, now).settle(delivered, &mut owed, &mut got);
+            (owed, got)
+        };
+        assert_eq!(settle(Some(4)), (vec![(2, 50, text("five"))], vec![40]));
+        assert_eq!(settle(None).0.len(), 2, "no answer: all of it");
+        assert_eq!(settle(Some(5)), (vec![], vec![40, 50]));
+    }
+
+    #[test]
+    fn parked_links_are_taken_once_answered_again_from_receipts_and_expire() {
+        let now = Instant::now();
+        let mut resume = RelayResume::default();
+        resume.park(parked(7, now));
+        resume.park(parked(8, now + Duration::from_secs(30)));
+        assert!(resume.take_matching(HOST, &[1, 2]).is_empty());
+        let elsewhere = IpAddr::V4(std::net::Ipv4Addr::new(10, 9, 9, 9));
+        assert!(
+            resume.take_matching(elsewhere, &[7]).is_empty(),
+            "another host knowing the token gets nothing"
+        );
+        let found = resume.take_matching(HOST, &[7]);
+        assert_eq!(found.len(), 1);
+        assert!(resume.take_matching(HOST, &[7]).is_empty(), "taken once");
+        assert_eq!(resume.receipts_matching(elsewhere, &[7]).count(), 0);
+        let receipts: Vec<_> = resume.receipts_matching(HOST, &[7]).collect();
+        assert_eq!(receipts.len(), 1);
+        assert_eq!(receipts[0].delivered, 9);
+        resume.expire(now + PARK_TIME + Duration::from_secs(1));
+        assert!(resume.has_parked(), "the newer one is still there");
+        assert_eq!(resume.receipts_matching(HOST, &[7]).count(), 0);
+        resume.expire(now + PARK_TIME + Duration::from_secs(31));
+        assert!(!resume.has_parked());
+        assert_eq!(resume.stats().events_dropped, 2);
+    }
+
+    #[test]
+    fn parking_is_bounded_in_links_and_events() {
+        let now = Instant::now();
+        let mut resume = RelayResume::default();
+        for token in 1..=(MAX_PARKED as u32 + 1) {
+            resume.park(parked(token, now));
+        }
+        assert!(
+            resume.take_matching(HOST, &[1]).is_empty(),
+            "the oldest went first"
+        );
+        let mut long = parked(500, now);
+        long.outgoing = (1..=MAX_PARKED_EVENTS as u32 + 3)
+            .map(|id| (id, (1, u64::from(id), text("x"))))
+            .collect();
+        resume.park(long);
+        let found = resume.take_matching(HOST, &[500]);
+        assert_eq!(found[0].outgoing.len(), MAX_PARKED_EVENTS);
+        assert_eq!(
+            found[0].outgoing.last().unwrap().0,
+            MAX_PARKED_EVENTS as u32
+        );
+        // Two links of two events went to make room, and three events were cut off.
+        assert_eq!(resume.stats().events_dropped, 2 + 2 + 3);
+    }
+}
