@@ -17,7 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::{RemoteEvent, ShipState, MAX_SLOTS};
+use net_core::rmev::{EarlierTokens, RemoteEvent, ResumeStep, ShipState, MAX_SLOTS};
 use net_core::session::{Link, LinkConfig, PacketMeta};
 use net_core::wire::{decode_packet, PacketType, WireEvent};
 
@@ -122,6 +122,11 @@ fn run_one(clients: usize, plan: ScalingPlan) -> Result<ScalingRow, String> {
         .collect();
     for sim in &mut sims {
         cores[sim.core].add_client(start, sim.slot, sim.addr, sim.token);
+        // As a real client does: the RE_RESUME hello first (the server holds a newcomer's
+        // events until it), then the join.
+        sim.link.queue_event(RemoteEvent::Resume(ResumeStep::Hello(
+            EarlierTokens::default(),
+        )));
         sim.link.queue_event(RemoteEvent::PlayerStatus {
             joined: true,
             flag: 0,
