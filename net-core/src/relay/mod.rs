@@ -186,7 +186,7 @@ impl RelayCore {
     }
 
     /// Resumption counters (links parked, resumed, events carried and dropped).
-    pub fn resume_stats(&self) -> &resume::RelayResumeStats {
+    pub fn resume_stats(&self) -> &resume::ResumeStats {
         self.resume.stats()
     }
 
@@ -525,9 +525,9 @@ impl RelayCore {
                     client.slot
                 );
                 for parked in std::mem::take(&mut client.resuming) {
-                    self.resume.count_dropped(parked.outgoing.len());
+                    self.resume.stats_mut().count_dropped(parked.outgoing.len());
                 }
-                self.resume.count_hold_timeout();
+                self.resume.stats_mut().count_hold_timeout();
                 Self::release_held(client);
             }
         }
@@ -682,7 +682,7 @@ impl RelayCore {
                 log::info!(
                     "relay: slot {slot} came back; {carried} events sent again over {count} old links"
                 );
-                self.resume.count_resumed(count, carried);
+                self.resume.stats_mut().count_resumed(count, carried);
             }
         }
     }

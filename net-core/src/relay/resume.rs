@@ -20,13 +20,14 @@
 //!
 //! This module keeps the parked links and receipts; `RelayCore` runs the exchange.
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::time::Instant;
 
 use super::outbox::Relayed;
 use crate::session::link::seq_before;
-pub use crate::session::resume::{HOLD_LIMIT, PARK_TIME};
+use crate::session::parking::{Parked, ParkingLot, Receipt};
+pub use crate::session::parking::{ResumeStats, PARK_TIME};
+pub use crate::session::resume::HOLD_LIMIT;
 
 /// Most parked links kept (the oldest goes first).
 pub const MAX_PARKED: usize = 64;
@@ -76,92 +77,73 @@ pub struct RelayReceipt {
     pub parked_at: Instant,
 }
 
-/// Counters of the relay's resumption, shown by the server's status.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RelayResumeStats {
-    /// Links that ended with something parked.
-    pub parked: u64,
-    /// Parked links picked up again by a returning client.
-    pub resumed: u64,
-    /// Events sent again on a resumed link.
-    pub events_carried: u64,
-    /// Events nobody came back for, cut off a long parked link, or not wanted by the client.
-    pub events_dropped: u64,
-    /// New clients whose hello or answers did not come within `HOLD_LIMIT`.
-    pub hold_timeouts: u64,
+impl Parked for RelayParked {
+    fn parked_at(&self) -> Instant {
+        self.parked_at
+    }
+
+    fn event_count(&self) -> usize {
+        self.outgoing.len()
+    }
+}
+
+impl Receipt for RelayReceipt {
+    fn parked_at(&self) -> Instant {
+        self.parked_at
+    }
 }
 
 /// The relay's parked links and receipts.
 #[derive(Debug, Default)]
 pub struct RelayResume {
-    parked: VecDeque<RelayParked>,
-    receipts: VecDeque<RelayReceipt>,
-    stats: RelayResumeStats,
+    lot: ParkingLot<RelayParked, RelayReceipt, MAX_PARKED>,
 }
 
 impl RelayResume {
-    pub fn stats(&self) -> &RelayResumeStats {
-        &self.stats
+    pub fn stats(&self) -> &ResumeStats {
+        self.lot.stats()
+    }
+
+    pub fn stats_mut(&mut self) -> &mut ResumeStats {
+        self.lot.stats_mut()
     }
 
     pub fn has_parked(&self) -> bool {
-        !self.parked.is_empty()
+        self.lot.parked().next().is_some()
     }
 
     /// Keep `stream` (bounded: the oldest link goes first, a long one keeps its oldest events).
     pub fn park(&mut self, mut stream: RelayParked) {
         if stream.client_token == 0 {
-            self.count_dropped(stream.outgoing.len());
+            self.stats_mut().count_dropped(stream.outgoing.len());
             return;
         }
         if stream.outgoing.len() > MAX_PARKED_EVENTS {
-            self.count_dropped(stream.outgoing.len() - MAX_PARKED_EVENTS);
+            let cut = stream.outgoing.len() - MAX_PARKED_EVENTS;
+            self.stats_mut().count_dropped(cut);
             stream.outgoing.truncate(MAX_PARKED_EVENTS);
         }
-        if let Some(i) = self
-            .parked
-            .iter()
-            .position(|p| p.client_token == stream.client_token)
-        {
-            let old = self.parked.remove(i).expect("index in range");
-            self.count_dropped(old.outgoing.len());
-        }
-        if self.parked.len() == MAX_PARKED {
-            if let Some(old) = self.parked.pop_front() {
-                self.count_dropped(old.outgoing.len());
-            }
-        }
-        self.stats.parked += 1;
-        self.parked.push_back(stream);
+        let token = stream.client_token;
+        self.lot.park(stream, |p| p.client_token == token);
     }
 
     /// Take the parked links of a client at `ip` whose earlier tokens are `tokens`, oldest
     /// first, and remember what is answered for them.
     pub fn take_matching(&mut self, ip: IpAddr, tokens: &[u32]) -> Vec<RelayParked> {
-        let (found, kept): (VecDeque<RelayParked>, VecDeque<RelayParked>) =
-            std::mem::take(&mut self.parked)
-                .into_iter()
-                .partition(|p| p.ip == ip && tokens.contains(&p.client_token));
-        self.parked = kept;
+        let found = self
+            .lot
+            .take_where(|p| p.ip == ip && tokens.contains(&p.client_token));
         for stream in &found {
-            self.remember_receipt(stream);
+            let receipt = RelayReceipt {
+                client_token: stream.client_token,
+                ip: stream.ip,
+                delivered: stream.delivered,
+                parked_at: stream.parked_at,
+            };
+            self.lot
+                .remember(receipt, |r| r.client_token == receipt.client_token);
         }
-        found.into()
-    }
-
-    fn remember_receipt(&mut self, stream: &RelayParked) {
-        let receipt = RelayReceipt {
-            client_token: stream.client_token,
-            ip: stream.ip,
-            delivered: stream.delivered,
-            parked_at: stream.parked_at,
-        };
-        self.receipts
-            .retain(|r| r.client_token != receipt.client_token);
-        if self.receipts.len() == MAX_PARKED {
-            self.receipts.pop_front();
-        }
-        self.receipts.push_back(receipt);
+        found
     }
 
     /// Receipts of old links of a client at `ip` whose earlier tokens are `tokens`.
@@ -170,45 +152,18 @@ impl RelayResume {
         ip: IpAddr,
         tokens: &'a [u32],
     ) -> impl Iterator<Item = RelayReceipt> + 'a {
-        self.receipts
-            .iter()
-            .filter(move |r| r.ip == ip && tokens.contains(&r.client_token))
-            .copied()
+        self.lot
+            .receipts_where(move |r| r.ip == ip && tokens.contains(&r.client_token))
     }
 
     /// Forget links and receipts older than `PARK_TIME`.
     pub fn expire(&mut self, now: Instant) {
-        self.receipts
-            .retain(|r| now.saturating_duration_since(r.parked_at) < PARK_TIME);
-        let mut dropped = 0;
-        self.parked.retain(|p| {
-            let keep = now.saturating_duration_since(p.parked_at) < PARK_TIME;
-            if !keep {
-                dropped += p.outgoing.len();
-            }
-            keep
-        });
-        self.count_dropped(dropped);
+        self.lot.expire(now);
     }
 
     /// When the oldest parked link or receipt expires.
     pub fn next_expiry(&self) -> Option<Instant> {
-        let parked = self.parked.iter().map(|p| p.parked_at);
-        let receipts = self.receipts.iter().map(|r| r.parked_at);
-        parked.chain(receipts).min().map(|t| t + PARK_TIME)
-    }
-
-    pub fn count_resumed(&mut self, links: usize, carried: usize) {
-        self.stats.resumed += links as u64;
-        self.stats.events_carried += carried as u64;
-    }
-
-    pub fn count_dropped(&mut self, events: usize) {
-        self.stats.events_dropped += events as u64;
-    }
-
-    pub fn count_hold_timeout(&mut self) {
-        self.stats.hold_timeouts += 1;
+        self.lot.next_expiry()
     }
 }
 

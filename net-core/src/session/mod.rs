@@ -17,6 +17,7 @@
 pub mod early;
 pub mod events;
 pub mod link;
+pub mod parking;
 pub mod players;
 pub mod resume;
 
@@ -920,7 +921,7 @@ impl Session {
                         "session: slot {:?} came back; {carried} events sent again",
                         remote.slot
                     );
-                    self.resume.count_resumed(count, carried);
+                    self.resume.stats_mut().count_resumed(count, carried);
                 }
                 remote.answers.clear();
             }
@@ -1164,10 +1165,10 @@ impl Session {
                     remote.slot
                 );
                 for parked in std::mem::take(&mut remote.resuming) {
-                    self.resume.count_dropped(parked.outgoing.len());
+                    self.resume.stats_mut().count_dropped(parked.outgoing.len());
                 }
                 remote.answers.clear();
-                self.resume.count_hold_timeout();
+                self.resume.stats_mut().count_hold_timeout();
                 Self::release_held(remote);
             }
         }

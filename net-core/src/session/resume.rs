@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use crate::rmev::{EarlierTokens, RemoteEvent, MAX_EARLIER_TOKENS};
 
-/// How long a parked stream waits for its player to come back.
-pub const PARK_TIME: Duration = Duration::from_secs(60);
+use super::parking::{Parked, ParkingLot};
+pub use super::parking::{ResumeStats, PARK_TIME};
+
 /// Most parked streams kept (the oldest goes first).
 pub const MAX_PARKED: usize = 32;
 /// Longest time the game's events for a new link wait for that link's answer.
@@ -85,22 +86,6 @@ pub fn is_game_event(event: &RemoteEvent) -> bool {
     )
 }
 
-/// Counters of the resumption, shown by `status`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ResumeStats {
-    /// Links that ended with something parked.
-    pub parked: u64,
-    /// Parked streams picked up again by a returning player.
-    pub resumed: u64,
-    /// Events sent again on a resumed link.
-    pub events_carried: u64,
-    /// Events of parked streams nobody came back for (expired or evicted) or given up when a
-    /// new link's answers did not come in time.
-    pub events_dropped: u64,
-    /// New links whose answer did not come within `HOLD_LIMIT`.
-    pub hold_timeouts: u64,
-}
-
 /// What this side answered for an old link: the other side may leave before it reads the
 /// answer and ask again under yet another token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +94,22 @@ pub struct Receipt {
     pub peer_token: u32,
     pub delivered: u32,
     pub parked_at: Instant,
+}
+
+impl Parked for ParkedStream {
+    fn parked_at(&self) -> Instant {
+        self.parked_at
+    }
+
+    fn event_count(&self) -> usize {
+        self.outgoing.len()
+    }
+}
+
+impl super::parking::Receipt for Receipt {
+    fn parked_at(&self) -> Instant {
+        self.parked_at
+    }
 }
 
 /// Parked streams and this side's earlier tokens, handed from session to session across a
@@ -120,23 +121,25 @@ pub struct ResumeState {
     pub next_serial: u64,
     /// This side's tokens of earlier sessions, newest first.
     earlier_tokens: VecDeque<u32>,
-    parked: VecDeque<ParkedStream>,
-    receipts: VecDeque<Receipt>,
-    stats: ResumeStats,
+    lot: ParkingLot<ParkedStream, Receipt, MAX_PARKED>,
 }
 
 impl ResumeState {
     pub fn stats(&self) -> &ResumeStats {
-        &self.stats
+        self.lot.stats()
+    }
+
+    pub fn stats_mut(&mut self) -> &mut ResumeStats {
+        self.lot.stats_mut()
     }
 
     pub fn has_parked(&self) -> bool {
-        !self.parked.is_empty()
+        self.lot.parked().next().is_some()
     }
 
     /// Whether a stream with the player (or server) whose token is `token` is parked.
     pub fn has_parked_with(&self, token: u32) -> bool {
-        token != 0 && self.parked.iter().any(|p| p.peer_token == token)
+        token != 0 && self.lot.parked().any(|p| p.peer_token == token)
     }
 
     /// This side's earlier tokens as a hello lists them.
@@ -153,28 +156,15 @@ impl ResumeState {
         self.earlier_tokens.truncate(MAX_EARLIER_TOKENS);
     }
 
-    /// Keep `stream` (unless it holds nothing worth resuming).
+    /// Keep `stream` (unless it holds nothing worth resuming); a newer stream with the same
+    /// player replaces an older one.
     pub fn park(&mut self, stream: ParkedStream) {
         if stream.peer_token == 0 {
-            self.stats.events_dropped += stream.outgoing.len() as u64;
+            self.stats_mut().count_dropped(stream.outgoing.len());
             return;
         }
-        // A newer stream with the same player replaces an older one.
-        if let Some(i) = self
-            .parked
-            .iter()
-            .position(|p| p.peer_token == stream.peer_token && p.my_token == stream.my_token)
-        {
-            let old = self.parked.remove(i).expect("index in range");
-            self.stats.events_dropped += old.outgoing.len() as u64;
-        }
-        if self.parked.len() == MAX_PARKED {
-            if let Some(old) = self.parked.pop_front() {
-                self.stats.events_dropped += old.outgoing.len() as u64;
-            }
-        }
-        self.stats.parked += 1;
-        self.parked.push_back(stream);
+        let key = (stream.my_token, stream.peer_token);
+        self.lot.park(stream, |p| (p.my_token, p.peer_token) == key);
     }
 
     /// Remember what was answered for `stream`'s old link.
@@ -185,12 +175,9 @@ impl ResumeState {
             delivered: stream.delivered,
             parked_at: stream.parked_at,
         };
-        self.receipts
-            .retain(|r| (r.my_token, r.peer_token) != (receipt.my_token, receipt.peer_token));
-        if self.receipts.len() == MAX_PARKED {
-            self.receipts.pop_front();
-        }
-        self.receipts.push_back(receipt);
+        let key = (receipt.my_token, receipt.peer_token);
+        self.lot
+            .remember(receipt, |r| (r.my_token, r.peer_token) == key);
     }
 
     /// Receipts of old links with the player whose tokens are `tokens`.
@@ -198,57 +185,24 @@ impl ResumeState {
         &'a self,
         tokens: &'a [u32],
     ) -> impl Iterator<Item = Receipt> + 'a {
-        self.receipts
-            .iter()
-            .filter(|r| tokens.contains(&r.peer_token))
-            .copied()
+        self.lot.receipts_where(|r| tokens.contains(&r.peer_token))
     }
 
     /// Forget streams and receipts older than `PARK_TIME`.
     pub fn expire(&mut self, now: Instant) {
-        self.receipts
-            .retain(|r| now.saturating_duration_since(r.parked_at) < PARK_TIME);
-        let stats = &mut self.stats;
-        self.parked.retain(|p| {
-            let keep = now.saturating_duration_since(p.parked_at) < PARK_TIME;
-            if !keep {
-                stats.events_dropped += p.outgoing.len() as u64;
-            }
-            keep
-        });
+        self.lot.expire(now);
     }
 
     /// When the oldest parked stream or receipt expires.
     pub fn next_expiry(&self) -> Option<Instant> {
-        let parked = self.parked.iter().map(|p| p.parked_at);
-        let receipts = self.receipts.iter().map(|r| r.parked_at);
-        parked.chain(receipts).min().map(|t| t + PARK_TIME)
+        self.lot.next_expiry()
     }
 
     /// Take every parked stream with the player whose tokens (current and earlier) are
     /// `tokens`, oldest first.
     pub fn take_all_matching(&mut self, tokens: &[u32]) -> Vec<ParkedStream> {
-        let (found, kept): (VecDeque<ParkedStream>, VecDeque<ParkedStream>) =
-            std::mem::take(&mut self.parked)
-                .into_iter()
-                .partition(|p| p.peer_token != 0 && tokens.contains(&p.peer_token));
-        self.parked = kept;
-        found.into()
-    }
-
-    /// Count `streams` old links picked up again and the events sent again over them.
-    pub fn count_resumed(&mut self, streams: usize, carried: usize) {
-        self.stats.resumed += streams as u64;
-        self.stats.events_carried += carried as u64;
-    }
-
-    /// Count events given up (the other side had nothing parked, or a double departure).
-    pub fn count_dropped(&mut self, dropped: usize) {
-        self.stats.events_dropped += dropped as u64;
-    }
-
-    pub fn count_hold_timeout(&mut self) {
-        self.stats.hold_timeouts += 1;
+        self.lot
+            .take_where(|p| p.peer_token != 0 && tokens.contains(&p.peer_token))
     }
 }
 
