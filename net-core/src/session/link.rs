@@ -353,18 +353,6 @@ impl Link {
         }
     }
 
-    /// Every event not yet acknowledged (in flight) or not yet sent, oldest first.
-    pub fn pending_events(&self) -> Vec<RemoteEvent> {
-        let in_flight = self
-            .in_flight
-            .iter()
-            .filter(|f| !f.acked)
-            .map(|f| f.event.clone());
-        in_flight
-            .chain(self.queued.iter().map(|(_, _, e)| e.clone()))
-            .collect()
-    }
-
     /// The reliable events of this link's outgoing stream the other side may not have
     /// delivered, with their reliable ids: everything from the oldest unacknowledged one on
     /// (acknowledged ones after it may still wait in the other's reorder buffer), then the
