@@ -68,6 +68,39 @@ fn slot_of(events: &[GameEvent]) -> Option<u8> {
     })
 }
 
+/// Two peers ("ada" and "bo") connected to each other, with the events each got so far.
+struct Pair {
+    a: Subsystem,
+    b: Subsystem,
+    ev_a: Vec<GameEvent>,
+    ev_b: Vec<GameEvent>,
+}
+
+impl Pair {
+    /// Start both, run `setup` console lines on each, connect them to each other and wait (at
+    /// most `limit`) until both have a slot.
+    fn connected(setup: &[&str], limit: Duration) -> Pair {
+        let (mut a, a_addr) = instance("ada");
+        let (mut b, b_addr) = instance("bo");
+        for line in setup {
+            console(&mut a, line);
+            console(&mut b, line);
+        }
+        console(&mut a, &format!("connect {b_addr}"));
+        console(&mut b, &format!("connect {a_addr}"));
+        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        assert!(
+            run_until(&mut [&mut a, &mut b], limit, |subs| {
+                drain(subs[0], &mut ev_a);
+                drain(subs[1], &mut ev_b);
+                slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
+            }),
+            "not connected: {ev_a:?} {ev_b:?}"
+        );
+        Pair { a, b, ev_a, ev_b }
+    }
+}
+
 #[test]
 fn two_peers_on_loopback_connect_join_and_exchange_state_text_and_positions() {
     let (mut a, a_addr) = instance("alice");
@@ -202,20 +235,12 @@ fn a_recorded_session_plays_back_as_the_same_events() {
 
 #[test]
 fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
-    let (mut a, a_addr) = instance("ada");
-    let (mut b, b_addr) = instance("bo");
-    console(&mut a, &format!("connect {b_addr}"));
-    console(&mut b, &format!("connect {a_addr}"));
-    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-    assert!(run_until(
-        &mut [&mut a, &mut b],
-        Duration::from_secs(20),
-        |subs| {
-            drain(subs[0], &mut ev_a);
-            drain(subs[1], &mut ev_b);
-            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
-        }
-    ));
+    let Pair {
+        mut a,
+        mut b,
+        mut ev_a,
+        mut ev_b,
+    } = Pair::connected(&[], Duration::from_secs(20));
     // Events queued but not yet sent when the player switches the backend.
     for i in 0..50u32 {
         let data = net_core::rmev::CustomData::new(&i.to_be_bytes()).unwrap();
@@ -279,21 +304,14 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
 
 #[test]
 fn under_the_link_conditioner_every_reliable_event_arrives_once_in_order() {
-    let (mut a, a_addr) = instance("lossy");
-    let (mut b, b_addr) = instance("lossier");
-    for sub in [&mut a, &mut b] {
-        console(sub, "net.sim lag 15 jitter 20 loss 20 dup 5 reorder 5");
-    }
-    console(&mut a, &format!("connect {b_addr}"));
-    console(&mut b, &format!("connect {a_addr}"));
-    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-    assert!(
-        run_until(&mut [&mut a, &mut b], Duration::from_secs(30), |subs| {
-            drain(subs[0], &mut ev_a);
-            drain(subs[1], &mut ev_b);
-            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
-        }),
-        "connected under loss: {ev_a:?} {ev_b:?}"
+    let Pair {
+        mut a,
+        mut b,
+        ev_a: _,
+        mut ev_b,
+    } = Pair::connected(
+        &["net.sim lag 15 jitter 20 loss 20 dup 5 reorder 5"],
+        Duration::from_secs(30),
     );
     let total = 500u32;
     let mut next = 0u32;
@@ -368,20 +386,12 @@ fn series_in(events: &[GameEvent]) -> Vec<u32> {
 fn events_waiting_in_the_socket_of_a_player_who_switches_backend_arrive_once() {
     // b's events are in a's socket, unread, when a types `net.api udp`: the switch reads them
     // (their acknowledgements matter), so they must reach a's game, exactly once.
-    let (mut a, a_addr) = instance("ada");
-    let (mut b, b_addr) = instance("bo");
-    console(&mut a, &format!("connect {b_addr}"));
-    console(&mut b, &format!("connect {a_addr}"));
-    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
-    assert!(run_until(
-        &mut [&mut a, &mut b],
-        Duration::from_secs(20),
-        |subs| {
-            drain(subs[0], &mut ev_a);
-            drain(subs[1], &mut ev_b);
-            slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
-        }
-    ));
+    let Pair {
+        mut a,
+        mut b,
+        mut ev_a,
+        mut ev_b,
+    } = Pair::connected(&[], Duration::from_secs(20));
     let mut next = 0u32;
     for round in 0..3 {
         for _ in 0..20 {
