@@ -4,13 +4,16 @@
 //! `recvfrom` per call.
 //!
 //! This module must never block, never queue a truncated, oversize or empty datagram, and never
-//! allocate after [`Batch::new`]: the datagram buffers are allocated once per socket and the
-//! system-call descriptors live on the stack.
+//! allocate after [`Batch::new`]: the datagram buffers and the `recvmmsg` descriptors pointing
+//! at them are allocated and prepared once per socket, so a call only resets what the kernel
+//! changed.
 
+use std::alloc::{self, Layout};
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parsec_backend_abi::NET_Node;
@@ -38,12 +41,27 @@ struct Entry {
     from: NET_Node,
 }
 
+/// What the kernel writes into, with the `recvmmsg` descriptors that point into it: one heap
+/// allocation, owned by a [`Batch`] through a raw pointer so the descriptors' pointers stay valid
+/// wherever the `Batch` moves.
+struct Storage {
+    buffers: [[u8; SLOT_SIZE]; BATCH],
+    /// The senders' addresses; only the `msg_namelen` bytes the kernel reports are ever read.
+    names: [libc::sockaddr_storage; BATCH],
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    iovecs: [libc::iovec; BATCH],
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    msgs: [libc::mmsghdr; BATCH],
+}
+
+/// Size of one address slot, as the kernel is told it.
+const NAME_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+
 /// The receive queue and buffers of one OS socket.
 pub struct Batch {
-    buffers: Box<[u8]>,
-    /// Where `recvmmsg` writes the senders' addresses (kept, so no call zeroes 4 KiB of them;
-    /// only the `namelen` bytes the kernel reports are ever read).
-    names: Box<[libc::sockaddr_storage; BATCH]>,
+    storage: NonNull<Storage>,
+    /// Descriptors whose `msg_namelen` the last `recvmmsg` overwrote (reset before the next).
+    dirty: usize,
     entries: [Entry; BATCH],
     head: usize,
     len: usize,
@@ -56,15 +74,42 @@ pub struct Batch {
 impl Batch {
     /// Allocate the buffers. `use_recvmmsg == false` forces one `recvfrom` per system call.
     pub fn new(use_recvmmsg: bool) -> Batch {
+        let layout = Layout::new::<Storage>();
+        // SAFETY: `Storage` has a non-zero size; all-zero bytes are a valid value of every field
+        // (byte arrays and plain C structs).
+        let raw = unsafe { alloc::alloc_zeroed(layout) }.cast::<Storage>();
+        let Some(storage) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        Self::prepare(storage.as_ptr());
         Batch {
-            buffers: vec![0u8; BATCH * SLOT_SIZE].into_boxed_slice(),
-            // SAFETY: all-zero bytes are a valid sockaddr_storage.
-            names: Box::new(unsafe { mem::zeroed() }),
+            storage,
+            dirty: 0,
             entries: [Entry::default(); BATCH],
             head: 0,
             len: 0,
             use_recvmmsg,
             emptied_socket: false,
+        }
+    }
+
+    /// Point descriptor i at buffer i and address slot i of the fresh allocation `p`.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn prepare(p: *mut Storage) {
+        for i in 0..BATCH {
+            // SAFETY: `p` is a live, exclusively owned allocation; the pointers stored are
+            // derived from it and stay inside it.
+            unsafe {
+                let iov = ptr::addr_of_mut!((*p).iovecs[i]);
+                (*iov).iov_base = ptr::addr_of_mut!((*p).buffers[i]).cast();
+                (*iov).iov_len = SLOT_SIZE;
+                let hdr = ptr::addr_of_mut!((*p).msgs[i].msg_hdr);
+                (*hdr).msg_name = ptr::addr_of_mut!((*p).names[i]).cast();
+                (*hdr).msg_namelen = NAME_LEN;
+                (*hdr).msg_iov = iov;
+                (*hdr).msg_iovlen = 1;
+            }
         }
     }
 
@@ -80,8 +125,10 @@ impl Batch {
         }
         let entry = self.entries[self.head];
         self.head += 1;
-        let start = entry.slot * SLOT_SIZE;
-        Some((entry.from, &self.buffers[start..start + entry.len]))
+        // SAFETY: the storage is live while `self` is; the kernel writes into it only during a
+        // refill, which needs `&mut self` and so cannot overlap the returned borrow.
+        let slot = unsafe { &(*self.storage.as_ptr()).buffers[entry.slot] };
+        Some((entry.from, &slot[..entry.len]))
     }
 
     /// Read waiting datagrams from `fd` into the (empty) queue without blocking; returns how many
@@ -145,33 +192,20 @@ impl Batch {
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn read_many(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
-        // SAFETY: these are plain C structs for which all-zero bytes are a valid value.
-        let mut iovecs: [libc::iovec; BATCH] = unsafe { mem::zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { mem::zeroed() };
-        for (iov, slot) in iovecs
-            .iter_mut()
-            .zip(self.buffers.chunks_exact_mut(SLOT_SIZE))
-        {
-            iov.iov_base = slot.as_mut_ptr().cast();
-            iov.iov_len = slot.len();
+        let p = self.storage.as_ptr();
+        for i in 0..self.dirty {
+            // SAFETY: the storage is live and exclusively ours (`&mut self`).
+            unsafe { (*p).msgs[i].msg_hdr.msg_namelen = NAME_LEN };
         }
-        let iov_ptr = iovecs.as_mut_ptr();
-        let name_ptr = self.names.as_mut_ptr();
-        for (i, msg) in msgs.iter_mut().enumerate() {
-            msg.msg_hdr.msg_name = name_ptr.wrapping_add(i).cast();
-            msg.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            msg.msg_hdr.msg_iov = iov_ptr.wrapping_add(i);
-            msg.msg_hdr.msg_iovlen = 1;
-        }
+        self.dirty = 0;
         stats.receive_syscalls += 1;
-        // SAFETY: `msgs` holds BATCH headers, each pointing at one live iovec (into `self.buffers`,
-        // SLOT_SIZE bytes each) and one live sockaddr_storage with its true size; all of them
-        // outlive the call, and no Rust reference to them is used while the kernel writes.
+        // SAFETY: the BATCH headers each point at one iovec (a SLOT_SIZE-byte buffer) and one
+        // sockaddr_storage with its true size, all inside the live storage; no Rust reference
+        // into the storage exists during the call.
         let n = unsafe {
             libc::recvmmsg(
                 fd,
-                msgs.as_mut_ptr(),
+                ptr::addr_of_mut!((*p).msgs).cast(),
                 BATCH as _,
                 libc::MSG_DONTWAIT as _,
                 std::ptr::null_mut(),
@@ -181,11 +215,14 @@ impl Batch {
             return Err(io::Error::last_os_error());
         }
         let n = (n as usize).min(BATCH);
-        for (slot, msg) in msgs.iter().take(n).enumerate() {
-            let name = &self.names[slot];
+        self.dirty = n;
+        for slot in 0..n {
+            // SAFETY: the call has returned; these are plain reads of the live storage.
+            let (msg, name) = unsafe { (&(*p).msgs[slot], &(*p).names[slot]) };
             let truncated = msg.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let from = sockaddr_to_node(name, msg.msg_hdr.msg_namelen);
-            self.accept(slot, msg.msg_len as usize, truncated, from, stats);
+            let len = msg.msg_len as usize;
+            self.accept(slot, len, truncated, from, stats);
         }
         Ok(n)
     }
@@ -193,8 +230,9 @@ impl Batch {
     fn read_single(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
         // SAFETY: all-zero bytes are a valid sockaddr_storage.
         let mut name: libc::sockaddr_storage = unsafe { mem::zeroed() };
-        let mut name_len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        let slot = &mut self.buffers[..SLOT_SIZE];
+        let mut name_len = NAME_LEN;
+        // SAFETY: the storage is live and exclusively ours (`&mut self`).
+        let slot = unsafe { &mut (*self.storage.as_ptr()).buffers[0] };
         stats.receive_syscalls += 1;
         // SAFETY: `slot` is valid for SLOT_SIZE bytes of writes; `name` and `name_len` are valid
         // out-parameters with `name_len` holding the true size of `name`.
@@ -239,6 +277,18 @@ impl Batch {
         }
     }
 }
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout and freed only here.
+        unsafe { alloc::dealloc(self.storage.as_ptr().cast(), Layout::new::<Storage>()) };
+    }
+}
+
+// SAFETY: the storage is owned by this `Batch` alone (the pointers inside it point into itself)
+// and is touched only through `&mut Batch` or, for `pop`'s borrow, `&Batch`; moving the `Batch`
+// to another thread moves that ownership with it.
+unsafe impl Send for Batch {}
 
 /// The sender of a datagram as a node; `None` for families other than IPv4/IPv6.
 fn sockaddr_to_node(name: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<NET_Node> {

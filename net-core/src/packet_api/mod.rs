@@ -125,6 +125,9 @@ pub struct PacketLayer {
     /// Receive buffers given back after use (see [`PacketLayer::recycle`]), so the steady
     /// receive path does not allocate.
     spare_buffers: Vec<Vec<u8>>,
+    /// What the backend writes a datagram into, kept at the backend's maximum payload so an
+    /// empty receive touches no buffer; a datagram is then copied into a spare buffer.
+    receive_scratch: Vec<u8>,
     stats: PacketStats,
 }
 
@@ -150,6 +153,7 @@ impl PacketLayer {
             send_sim: Conditioner::new(0x5E_4D),
             receive_sim: Conditioner::new(0x4E_C5),
             spare_buffers: Vec::new(),
+            receive_scratch: Vec::new(),
             stats: PacketStats::default(),
         }
     }
@@ -491,21 +495,21 @@ impl PacketLayer {
     }
 
     fn receive_from_socket(&mut self, options: &str) -> NetResult<Option<Datagram>> {
-        let mut buf = self.spare_buffers.pop().unwrap_or_default();
-        let socket = self.socket(options)?;
-        buf.resize(socket.backend().max_payload(), 0);
-        match socket.receive(&mut buf) {
+        self.socket(options)?;
+        let socket = self.socket.as_mut().expect("socket opened above");
+        let max = socket.backend().max_payload();
+        if self.receive_scratch.len() < max {
+            self.receive_scratch.resize(max, 0);
+        }
+        match socket.receive(&mut self.receive_scratch[..max]) {
             Ok(Some((node, len))) => {
-                buf.truncate(len);
+                let mut data = self.spare_buffers.pop().unwrap_or_default();
+                data.extend_from_slice(&self.receive_scratch[..len]);
                 self.count_received(len);
-                Ok(Some(Datagram { node, data: buf }))
+                Ok(Some(Datagram { node, data }))
             }
-            Ok(None) => {
-                self.recycle(buf);
-                Ok(None)
-            }
+            Ok(None) => Ok(None),
             Err(err) => {
-                self.recycle(buf);
                 self.stats.receive_errors += 1;
                 Err(err)
             }

@@ -291,17 +291,23 @@ impl Subsystem {
     /// same frame; an acknowledgement alone waits for the next frame and the answers the game
     /// queues in between (`LinkConfig::ack_with_next_frame`), so a game that answers in its
     /// next frame sends one packet, not an acknowledgement and then its answer.
+    ///
+    /// A frame in which nothing arrived, no timer ran and the stream was quiet skips the second
+    /// pass: the protocol is as the first pass left it at the same `now`, so nothing is due.
     pub fn maintain(&mut self, now: Instant) {
         let options = self.current_options();
         self.send_frame(now, &options);
-        self.receive_with(now, &options);
+        let mut changed = self.receive_with(now, &options) > 0;
         if let Some(protocol) = self.protocol.as_mut() {
             if protocol.poll_timeout().is_some_and(|t| t <= now) {
                 protocol.handle_timeout(now);
+                changed = true;
             }
         }
-        self.drive_stream(now);
-        self.send_frame(now, &options);
+        changed |= self.drive_stream(now);
+        if changed {
+            self.send_frame(now, &options);
+        }
         self.take_protocol_output(now);
         if let Some(event) = self.server_list.maintain(now) {
             self.game.deliver(now, event);
@@ -347,15 +353,18 @@ impl Subsystem {
         self.receive_with(now, &options);
     }
 
-    fn receive_with(&mut self, now: Instant, options: &str) {
+    /// Returns how many datagrams went to the protocol.
+    fn receive_with(&mut self, now: Instant, options: &str) -> usize {
         let active = self.protocol.as_ref().is_some_and(|p| p.is_active());
         if !(self.packets.is_open() || active) {
-            return;
+            return 0;
         }
+        let mut routed = 0;
         for _ in 0..MAX_RECEIVE_PER_FRAME {
             match self.packets.receive_new(options) {
                 Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
-                    self.route_to_protocol(now, datagram)
+                    self.route_to_protocol(now, datagram);
+                    routed += 1;
                 }
                 Ok(Some(datagram)) => self.packets.push_incoming(datagram),
                 Ok(None) => break,
@@ -365,16 +374,20 @@ impl Subsystem {
                 }
             }
         }
+        routed
     }
 
     /// Carry out the protocol's TCP commands and feed it what the connection did, twice, so what
-    /// the protocol answers goes out in the same frame.
-    fn drive_stream(&mut self, now: Instant) {
+    /// the protocol answers goes out in the same frame. Returns whether there was anything to
+    /// carry out or feed.
+    fn drive_stream(&mut self, now: Instant) -> bool {
+        let mut busy = false;
         for _ in 0..2 {
             let Some(protocol) = self.protocol.as_mut() else {
-                return;
+                return busy;
             };
             while let Some(command) = protocol.poll_stream() {
+                busy = true;
                 match command {
                     StreamCommand::Connect { host, port } => match LineStream::connect(&host, port)
                     {
@@ -394,16 +407,19 @@ impl Subsystem {
                 }
             }
             let Some(stream) = self.stream.as_mut() else {
-                return;
+                return busy;
             };
             let mut happened = Vec::new();
             if !stream.poll(&mut happened) {
                 self.stream = None;
+                busy = true;
             }
+            busy |= !happened.is_empty();
             for event in happened {
                 protocol.handle_stream(now, event);
             }
         }
+        busy
     }
 
     /// A game-protocol datagram: to the protocol if one is active, else counted and dropped.
