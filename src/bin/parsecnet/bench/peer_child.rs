@@ -11,6 +11,8 @@
 //! - `flood SECS WINDOW` -> `flood echoes E ns T` and `counts ...`: WINDOW reliable events in
 //!   flight for SECS, each answered; then a stop event;
 //! - `echo-until-stop` -> `counts ...`: answer pings until the stop event;
+//! - `idle N` -> `idle ns T`: N frames (`NETs_MaintainNet`, `NET_PollEvent`) with nothing
+//!   arriving, T ns each on average;
 //! - `stream HZ SECS DRAIN SWITCH_MS` -> `stream sent N switch_ms X`: a numbered reliable event
 //!   at HZ for SECS (plus DRAIN seconds of frames), `net.api udp` at SWITCH_MS (-1: none);
 //! - `receive-stream SECS SWITCH_MS` -> `received ...`: what arrived of the stream, the longest
@@ -173,6 +175,7 @@ impl Peer {
                 let switch_ms: i64 = arg(&words, 2, "switch time")?;
                 receive_stream(secs, switch_ms)
             }
+            "idle" => idle(arg(&words, 1, "count")?),
             other => Err(format!("unknown command '{other}'")),
         }
     }
@@ -208,6 +211,18 @@ impl Peer {
             std::thread::sleep(FRAME);
         }
     }
+}
+
+/// `n` frames with nothing arriving: what one turn of the polling loop costs.
+fn idle(n: usize) -> Result<String, String> {
+    let mut event = capi::empty_event();
+    let start = Instant::now();
+    for _ in 0..n {
+        capi::maintain();
+        while capi::poll(&mut event) {}
+    }
+    let per_frame = start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    Ok(format!("idle ns {per_frame:.1}"))
 }
 
 /// `n` round trips, busy-polling; prints the RTTs (ns) and returns the counts line.

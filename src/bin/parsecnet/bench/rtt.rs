@@ -30,6 +30,23 @@ pub struct RttResult {
     pub allocations: u64,
     pub packets: u64,
     pub round_trips: u64,
+    /// One turn of each polling loop with nothing arriving (ns), median of the idle rounds.
+    pub udp_idle_ns: f64,
+    pub stack_idle_ns: f64,
+}
+
+/// Loop turns per idle measurement, and how many times each kind is measured.
+const IDLE_TURNS: usize = 100_000;
+const IDLE_ROUNDS: usize = 3;
+
+/// `idle N` on one child: ns per turn.
+fn idle_turn(child: &mut ChildProcess) -> Result<f64, String> {
+    let reply = child.ask(
+        &format!("idle {IDLE_TURNS}"),
+        "idle",
+        Duration::from_secs(60),
+    )?;
+    field::<f64>(&reply, "ns")
 }
 
 /// Two whole-stack peer processes connected to each other in a 2-player peer game.
@@ -154,6 +171,13 @@ pub fn measure(plan: RttPlan) -> Result<RttResult, String> {
             }
         }
     }
+    let (mut udp_idle, mut stack_idle) = (Vec::new(), Vec::new());
+    for _ in 0..IDLE_ROUNDS {
+        udp_idle.push(idle_turn(&mut udp.a)?);
+        stack_idle.push(idle_turn(&mut stack.a)?);
+    }
+    result.udp_idle_ns = percentile(&sorted(udp_idle), 50.0);
+    result.stack_idle_ns = percentile(&sorted(stack_idle), 50.0);
     udp.a.finish();
     udp.b.finish();
     stack.finish();
@@ -228,6 +252,21 @@ pub fn section(plan: RttPlan, r: &RttResult) -> Section {
         p(&reliable, 50.0) / p(&udp, 50.0),
         "",
     ));
+    s.figure(Figure::new(
+        "udp_idle_ns",
+        "raw UDP: empty poll (one recvfrom)",
+        r.udp_idle_ns,
+        "ns",
+    ));
+    s.figure(
+        Figure::new(
+            "stack_idle_ns",
+            "whole stack: empty frame (MaintainNet+PollEvent)",
+            r.stack_idle_ns,
+            "ns",
+        )
+        .baseline(r.udp_idle_ns),
+    );
     s.note(format!(
         "{} rounds of {} round trips per kind after {} warm-up ones; kinds alternate by round",
         plan.rounds, plan.per_round, plan.warmup
@@ -235,6 +274,7 @@ pub fn section(plan: RttPlan, r: &RttResult) -> Section {
     s.note("baseline: two processes, std UDP sockets on 127.0.0.1, 64-byte datagram echoed");
     s.note("whole stack: two processes in a 2-player peer game over the UDP backend on 127.0.0.1; NET_RmEvCustom of 64 bytes (flags 0; reliable: NET_SEND_RELIABLE), NETs_MaintainNet through the jump table, NET_PollEvent; the echo is queued when polled and leaves with the next frame");
     s.note("all four processes poll without sleeping (no wait call in the C API); RTT from before the send call to the poll that returns the answer");
+    s.note(format!("empty poll / empty frame: one turn of each side's polling loop with nothing arriving, mean of {IDLE_TURNS}, median of {IDLE_ROUNDS} alternating runs; a datagram waits on average half a turn before it is noticed, on each side"));
     s.data.push(("udp_us".into(), quantiles(&udp)));
     s.data.push(("stack_us".into(), quantiles(&stack)));
     s.data

@@ -5,6 +5,7 @@
 //! - `peer ADDR` -> `ok`: where datagrams go;
 //! - `ping N` -> `rtt NS...` and `done`: N round trips;
 //! - `echo N` -> `done`: answer N datagrams;
+//! - `idle N` -> `idle ns T`: N receive attempts with nothing arriving, T ns each on average;
 //! - `quit`.
 
 use std::io::BufRead;
@@ -40,6 +41,9 @@ pub fn run(_args: &[String]) -> Result<(), String> {
             (Some("echo"), Some(to)) => count()
                 .ok_or_else(|| "echo needs a count".to_string())
                 .and_then(|n| echo(&socket, to, n)),
+            (Some("idle"), _) => count()
+                .ok_or_else(|| "idle needs a count".to_string())
+                .map(|n| idle(&socket, n)),
             _ => Err(format!("cannot do '{line}' (peer set: {})", peer.is_some())),
         };
         match reply {
@@ -64,6 +68,18 @@ fn receive(socket: &UdpSocket, buf: &mut [u8]) -> Result<usize, String> {
             Err(e) => return Err(format!("receive: {e}")),
         }
     }
+}
+
+/// `n` turns of the receive loop with nothing arriving (what a poll costs before a datagram is
+/// noticed); returns `idle ns T`.
+fn idle(socket: &UdpSocket, n: u64) -> String {
+    let mut buf = [0u8; 2048];
+    let start = Instant::now();
+    for _ in 0..n {
+        let _ = std::hint::black_box(socket.recv_from(&mut buf));
+    }
+    let per_turn = start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    format!("idle ns {per_turn:.1}")
 }
 
 fn ping(socket: &UdpSocket, to: SocketAddr, n: u64) -> Result<String, String> {
