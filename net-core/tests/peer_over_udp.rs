@@ -303,6 +303,52 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
 }
 
 #[test]
+fn a_backend_that_cannot_be_loaded_is_refused_without_leaving_the_game() {
+    let Pair {
+        mut a,
+        mut b,
+        mut ev_a,
+        mut ev_b,
+    } = Pair::connected(&[], Duration::from_secs(20));
+    let before = ev_a.len();
+    let reply = a.console_exec("net.api udpp", Instant::now());
+    assert!(reply.result.is_err(), "{}", reply.output);
+    assert!(
+        reply.output.contains("no backend named 'udpp'") && reply.output.contains("keeping udp"),
+        "{}",
+        reply.output
+    );
+    // Still in the same game: the next event arrives, and neither side saw a disconnect.
+    a.say("still here").unwrap();
+    let heard = run_until(&mut [&mut a, &mut b], Duration::from_secs(10), |subs| {
+        drain(subs[0], &mut ev_a);
+        drain(subs[1], &mut ev_b);
+        ev_b.iter().any(|e| {
+            matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. }
+                if t.as_bytes() == b"still here")
+        })
+    });
+    assert!(heard, "{ev_b:?}");
+    let left = |events: &[GameEvent]| {
+        events.iter().any(|e| {
+            matches!(
+                e,
+                GameEvent::Disconnected { .. } | GameEvent::Connected { .. }
+            )
+        })
+    };
+    assert!(!left(&ev_a[before..]), "{:?}", &ev_a[before..]);
+    assert!(
+        !ev_b
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. })),
+        "{ev_b:?}"
+    );
+    let status = console(&mut a, "status");
+    assert!(status.contains("switches: 1 done, 1 failed"), "{status}");
+}
+
+#[test]
 fn under_the_link_conditioner_every_reliable_event_arrives_once_in_order() {
     let Pair {
         mut a,

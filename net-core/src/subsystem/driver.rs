@@ -247,6 +247,9 @@ impl Subsystem {
         if !connected {
             return self.switch_backend(spec);
         }
+        // A backend that cannot be loaded (a typo, a missing library) or cannot serve this
+        // protocol is refused before the game is left.
+        let backend = self.backend_for_switch(spec)?;
         let target = self.last_target.clone();
         // Acknowledgements already in the socket count: what they cover is not sent again.
         // What those packets delivered goes to the game now, before the session ends (the
@@ -266,7 +269,7 @@ impl Subsystem {
         }
         self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
         self.maintain(now);
-        let switched = self.switch_backend(spec);
+        let switched = self.switch_to_backend(backend);
         // Connect again over whichever backend is active now (the old one if the switch failed).
         let reconnect = self.connect(now, target.as_deref());
         match (switched, reconnect) {

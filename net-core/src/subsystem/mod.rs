@@ -269,6 +269,13 @@ impl Subsystem {
 
     /// `net.api SPEC`: load and switch to another backend; on failure the current one stays.
     pub fn switch_backend(&mut self, spec_text: &str) -> NetResult<String> {
+        let backend = self.backend_for_switch(spec_text)?;
+        self.switch_to_backend(backend)
+    }
+
+    /// Load the backend `spec_text` names and check it can serve the selected protocol; a
+    /// failure is counted and says which backend stays.
+    pub(crate) fn backend_for_switch(&mut self, spec_text: &str) -> NetResult<Arc<Backend>> {
         let keeping = match self.packets.backend() {
             Some(b) => format!("keeping {}", b.name()),
             None => "no backend active".to_string(),
@@ -292,6 +299,11 @@ impl Subsystem {
                 ),
             ));
         }
+        Ok(backend)
+    }
+
+    /// Close the socket of the active backend and open one of `backend` on the same port.
+    pub(crate) fn switch_to_backend(&mut self, backend: Arc<Backend>) -> NetResult<String> {
         let new_options = self.backend_options_text(backend.name());
         let port = self.packets.port();
         self.packets.switch(backend, port, &new_options)
