@@ -302,50 +302,73 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
     );
 }
 
+/// Run both frame loops until b (`b_hears`) or a has received the chat line `text`.
+fn hears(pair: &mut Pair, b_hears: bool, text: &str) -> bool {
+    let Pair { a, b, ev_a, ev_b } = pair;
+    run_until(&mut [a, b], Duration::from_secs(10), |subs| {
+        drain(subs[0], ev_a);
+        drain(subs[1], ev_b);
+        let events = if b_hears { &*ev_b } else { &*ev_a };
+        events.iter().any(|e| {
+            matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. }
+                if t.as_bytes() == text.as_bytes())
+        })
+    })
+}
+
 #[test]
 fn a_backend_that_cannot_be_loaded_is_refused_without_leaving_the_game() {
-    let Pair {
-        mut a,
-        mut b,
-        mut ev_a,
-        mut ev_b,
-    } = Pair::connected(&[], Duration::from_secs(20));
-    let before = ev_a.len();
-    let reply = a.console_exec("net.api udpp", Instant::now());
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    let (before_a, before_b) = (pair.ev_a.len(), pair.ev_b.len());
+    let reply = pair.a.console_exec("net.api udpp", Instant::now());
     assert!(reply.result.is_err(), "{}", reply.output);
     assert!(
         reply.output.contains("no backend named 'udpp'") && reply.output.contains("keeping udp"),
         "{}",
         reply.output
     );
-    // Still in the same game: the next event arrives, and neither side saw a disconnect.
-    a.say("still here").unwrap();
-    let heard = run_until(&mut [&mut a, &mut b], Duration::from_secs(10), |subs| {
-        drain(subs[0], &mut ev_a);
-        drain(subs[1], &mut ev_b);
-        ev_b.iter().any(|e| {
-            matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. }
-                if t.as_bytes() == b"still here")
-        })
+    // Still in the same game: the next event arrives, and neither side saw anyone leave.
+    pair.a.say("still here").unwrap();
+    assert!(hears(&mut pair, true, "still here"), "{:?}", pair.ev_b);
+    let (after_a, after_b) = (&pair.ev_a[before_a..], &pair.ev_b[before_b..]);
+    let left = after_a.iter().chain(after_b).any(|e| {
+        matches!(
+            e,
+            GameEvent::Disconnected { .. }
+                | GameEvent::Connected { .. }
+                | GameEvent::PlayerDisconnected { .. }
+        )
     });
-    assert!(heard, "{ev_b:?}");
-    let left = |events: &[GameEvent]| {
-        events.iter().any(|e| {
-            matches!(
-                e,
-                GameEvent::Disconnected { .. } | GameEvent::Connected { .. }
-            )
-        })
-    };
-    assert!(!left(&ev_a[before..]), "{:?}", &ev_a[before..]);
-    assert!(
-        !ev_b
-            .iter()
-            .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. })),
-        "{ev_b:?}"
-    );
-    let status = console(&mut a, "status");
+    assert!(!left, "{after_a:?} {after_b:?}");
+    let status = console(&mut pair.a, "status");
     assert!(status.contains("switches: 1 done, 1 failed"), "{status}");
+}
+
+#[test]
+fn changing_the_local_port_in_a_game_keeps_the_game_both_ways() {
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    let old = pair.a.local_node().unwrap();
+    let out = console(&mut pair.a, "net.port 0");
+    assert_ne!(pair.a.local_node().unwrap(), old, "{out}");
+    pair.a.say("from the new port").unwrap();
+    assert!(
+        hears(&mut pair, true, "from the new port"),
+        "{:?}",
+        pair.ev_b
+    );
+    pair.b.say("to the new port").unwrap();
+    assert!(
+        hears(&mut pair, false, "to the new port"),
+        "{:?}",
+        pair.ev_a
+    );
+    let left = pair.ev_a.iter().chain(&pair.ev_b).any(|e| {
+        matches!(
+            e,
+            GameEvent::Disconnected { .. } | GameEvent::PlayerDisconnected { .. }
+        )
+    });
+    assert!(!left, "{:?} {:?}", pair.ev_a, pair.ev_b);
 }
 
 #[test]
