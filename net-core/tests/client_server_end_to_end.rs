@@ -423,3 +423,52 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
         "dee heard every number of eve once and in order across its 5 backend switches"
     );
 }
+
+#[test]
+fn changing_the_local_port_in_a_gameserver_game_keeps_events_flowing_both_ways() {
+    // To the gameserver a new local port looks like a NAT rebinding: the same player (token)
+    // from the same IP address on another port. It must follow, in both directions.
+    let server = Server::start("gameserver", Some(RelayConfig::default()));
+    let mut players: Vec<Player> = ["fay", "gus"]
+        .iter()
+        .map(|n| Player {
+            sub: client(n, "gameserver", server.addrs.tcp),
+            events: Vec::new(),
+        })
+        .collect();
+    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
+        .iter()
+        .all(|p| p.slot().is_some()
+            && p.events.iter().any(|e| matches!(
+                e,
+                GameEvent::PlayerConnected { .. }
+            )))));
+    let old = players[0].sub.local_node().unwrap();
+    console(&mut players[0].sub, "net.port 0");
+    assert_ne!(players[0].sub.local_node().unwrap(), old);
+    for n in 0..10 {
+        players[0].sub.queue_remote_event(numbered(n)).unwrap();
+        players[1]
+            .sub
+            .queue_remote_event(numbered(100 + n))
+            .unwrap();
+    }
+    assert!(
+        run_frames(&mut players, Duration::from_secs(10), |ps| {
+            numbers_heard(&ps[1]).len() >= 10 && numbers_heard(&ps[0]).len() >= 10
+        }),
+        "gus heard {:?}, fay heard {:?}",
+        numbers_heard(&players[1]),
+        numbers_heard(&players[0])
+    );
+    run_frames(&mut players, Duration::from_millis(300), |_| false);
+    assert_eq!(numbers_heard(&players[1]), (0..10).collect::<Vec<_>>());
+    assert_eq!(numbers_heard(&players[0]), (100..110).collect::<Vec<_>>());
+    let left = players.iter().flat_map(|p| &p.events).any(|e| {
+        matches!(
+            e,
+            GameEvent::Disconnected { .. } | GameEvent::PlayerDisconnected { .. }
+        )
+    });
+    assert!(!left, "{:?}", players[0].events);
+}
