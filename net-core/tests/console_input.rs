@@ -140,6 +140,19 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
 }
 
 #[test]
+fn calls_that_need_a_game_say_so_naming_the_command_once() {
+    let mut sub = Subsystem::new();
+    for (line, name) in [("join", "join"), ("unjoin", "unjoin"), ("say hi", "say")] {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Err(ErrorCode::NotConnected), "{line}: {out}");
+        assert!(out.starts_with(&format!("{name}: ")), "{line}: {out}");
+        assert!(out.contains("not connected to a game;"), "{line}: {out}");
+        assert_eq!(out.matches(&format!("{name}:")).count(), 1, "{line}: {out}");
+        assert!(out.contains("usage: "), "{line}: {out}");
+    }
+}
+
+#[test]
 fn overlong_and_control_character_lines_are_refused_whole() {
     let mut sub = Subsystem::new();
     let long = format!("net.port {}", "1".repeat(MAX_LINE_LEN));

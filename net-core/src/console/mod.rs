@@ -105,7 +105,11 @@ pub fn exec(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleReply {
             let message = if err.message.contains("usage:") {
                 err.message
             } else {
-                format!("{name}: {}; {usage}", err.message)
+                // A message that already names the call ("join: not connected ...") is not
+                // named twice.
+                let text = err.message.as_str();
+                let text = text.strip_prefix(&format!("{name}: ")).unwrap_or(text);
+                format!("{name}: {text}; {usage}")
             };
             ConsoleReply::err(NetError::new(err.code, message))
         }
