@@ -340,16 +340,10 @@ fn numbers_heard(player: &Player) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
-    // The switching client's last events reached the server, and the server's acknowledgement
-    // is waiting in the client's socket when `net.api` runs: it must be taken into account, so
-    // those events are not sent again over the new backend (the others would get them twice).
-    // The other client's last events are on their way to the switching one through the server
-    // at that moment: they must reach it exactly once, over the old backend or the new one
-    // (the server resumes the client's old link, RE_RESUME).
+/// A gameserver with default settings and two clients that hold slots and see each other.
+fn two_seated_players(names: [&str; 2]) -> (Server, Vec<Player>) {
     let server = Server::start("gameserver", Some(RelayConfig::default()));
-    let mut players: Vec<Player> = ["dee", "eve"]
+    let mut players: Vec<Player> = names
         .iter()
         .map(|n| Player {
             sub: client(n, "gameserver", server.addrs.tcp),
@@ -363,6 +357,18 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
                 e,
                 GameEvent::PlayerConnected { .. }
             )))));
+    (server, players)
+}
+
+#[test]
+fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
+    // The switching client's last events reached the server, and the server's acknowledgement
+    // is waiting in the client's socket when `net.api` runs: it must be taken into account, so
+    // those events are not sent again over the new backend (the others would get them twice).
+    // The other client's last events are on their way to the switching one through the server
+    // at that moment: they must reach it exactly once, over the old backend or the new one
+    // (the server resumes the client's old link, RE_RESUME).
+    let (_server, mut players) = two_seated_players(["dee", "eve"]);
     for p in players.iter_mut() {
         console(&mut p.sub, "join");
     }
@@ -428,21 +434,7 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
 fn changing_the_local_port_in_a_gameserver_game_keeps_events_flowing_both_ways() {
     // To the gameserver a new local port looks like a NAT rebinding: the same player (token)
     // from the same IP address on another port. It must follow, in both directions.
-    let server = Server::start("gameserver", Some(RelayConfig::default()));
-    let mut players: Vec<Player> = ["fay", "gus"]
-        .iter()
-        .map(|n| Player {
-            sub: client(n, "gameserver", server.addrs.tcp),
-            events: Vec::new(),
-        })
-        .collect();
-    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
-        .iter()
-        .all(|p| p.slot().is_some()
-            && p.events.iter().any(|e| matches!(
-                e,
-                GameEvent::PlayerConnected { .. }
-            )))));
+    let (_server, mut players) = two_seated_players(["fay", "gus"]);
     let old = players[0].sub.local_node().unwrap();
     console(&mut players[0].sub, "net.port 0");
     assert_ne!(players[0].sub.local_node().unwrap(), old);
