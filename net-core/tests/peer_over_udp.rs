@@ -88,17 +88,74 @@ impl Pair {
         }
         console(&mut a, &format!("connect {b_addr}"));
         console(&mut b, &format!("connect {a_addr}"));
-        let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+        let mut pair = Pair {
+            a,
+            b,
+            ev_a: Vec::new(),
+            ev_b: Vec::new(),
+        };
         assert!(
-            run_until(&mut [&mut a, &mut b], limit, |subs| {
-                drain(subs[0], &mut ev_a);
-                drain(subs[1], &mut ev_b);
-                slot_of(&ev_a).is_some() && slot_of(&ev_b).is_some()
-            }),
-            "not connected: {ev_a:?} {ev_b:?}"
+            pair.run_until(limit, |p| slot_of(&p.ev_a).is_some()
+                && slot_of(&p.ev_b).is_some()),
+            "not connected: {:?} {:?}",
+            pair.ev_a,
+            pair.ev_b
         );
-        Pair { a, b, ev_a, ev_b }
+        pair
     }
+
+    /// Run both frame loops, collecting each side's events, until `done` holds or the time is
+    /// up.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            self.a.maintain(Instant::now());
+            self.b.maintain(Instant::now());
+            drain(&mut self.a, &mut self.ev_a);
+            drain(&mut self.b, &mut self.ev_b);
+            if done(self) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
+}
+
+/// A reliable custom event of `custom_type` carrying the number `n`.
+fn numbered(custom_type: u16, n: u32) -> RemoteEvent {
+    RemoteEvent::Custom {
+        custom_type,
+        data: net_core::rmev::CustomData::new(&n.to_be_bytes()).unwrap(),
+        reliable: true,
+    }
+}
+
+/// The numbers carried by the custom events of `custom_type` in `events`, in order.
+fn series_in(events: &[GameEvent], custom_type: u16) -> Vec<u32> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            GameEvent::Remote {
+                event:
+                    RemoteEvent::Custom {
+                        custom_type: t,
+                        data,
+                        ..
+                    },
+                ..
+            } if *t == custom_type => Some(u32::from_be_bytes(data.as_bytes().try_into().ok()?)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `events` hold the chat line `text`.
+fn heard(events: &[GameEvent], text: &str) -> bool {
+    events.iter().any(|e| {
+        matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. }
+            if t.as_bytes() == text.as_bytes())
+    })
 }
 
 #[test]
@@ -235,52 +292,25 @@ fn a_recorded_session_plays_back_as_the_same_events() {
 
 #[test]
 fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
-    let Pair {
-        mut a,
-        mut b,
-        mut ev_a,
-        mut ev_b,
-    } = Pair::connected(&[], Duration::from_secs(20));
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
     // Events queued but not yet sent when the player switches the backend.
     for i in 0..50u32 {
-        let data = net_core::rmev::CustomData::new(&i.to_be_bytes()).unwrap();
-        a.queue_remote_event(RemoteEvent::Custom {
-            custom_type: 5,
-            data,
-            reliable: true,
-        })
-        .unwrap();
+        pair.a.queue_remote_event(numbered(5, i)).unwrap();
     }
-    let out = console(&mut a, "net.api udp");
+    let out = console(&mut pair.a, "net.api udp");
     assert!(out.contains("left the game"), "{out}");
-    let mut got = Vec::new();
-    let reconnected = run_until(&mut [&mut a, &mut b], Duration::from_secs(20), |subs| {
-        drain(subs[0], &mut ev_a);
-        drain(subs[1], &mut ev_b);
-        got = ev_b
-            .iter()
-            .filter_map(|e| match e {
-                GameEvent::Remote {
-                    event:
-                        RemoteEvent::Custom {
-                            custom_type: 5,
-                            data,
-                            ..
-                        },
-                    ..
-                } => Some(u32::from_be_bytes(data.as_bytes().try_into().unwrap())),
-                _ => None,
-            })
-            .collect();
-        got.len() >= 50
+    let reconnected = pair.run_until(Duration::from_secs(20), |p| {
+        series_in(&p.ev_b, 5).len() >= 50
     });
-    assert!(reconnected, "b got {} of 50: {ev_b:?}", got.len());
+    let got = series_in(&pair.ev_b, 5);
+    assert!(reconnected, "b got {} of 50: {:?}", got.len(), pair.ev_b);
     assert_eq!(
         got,
         (0..50).collect::<Vec<_>>(),
         "every queued event, in order, once"
     );
-    let a_events: Vec<&GameEvent> = ev_a
+    let a_events: Vec<&GameEvent> = pair
+        .ev_a
         .iter()
         .filter(|e| {
             matches!(
@@ -302,20 +332,6 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
     );
 }
 
-/// Run both frame loops until b (`b_hears`) or a has received the chat line `text`.
-fn hears(pair: &mut Pair, b_hears: bool, text: &str) -> bool {
-    let Pair { a, b, ev_a, ev_b } = pair;
-    run_until(&mut [a, b], Duration::from_secs(10), |subs| {
-        drain(subs[0], ev_a);
-        drain(subs[1], ev_b);
-        let events = if b_hears { &*ev_b } else { &*ev_a };
-        events.iter().any(|e| {
-            matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. }
-                if t.as_bytes() == text.as_bytes())
-        })
-    })
-}
-
 #[test]
 fn a_backend_that_cannot_be_loaded_is_refused_without_leaving_the_game() {
     let mut pair = Pair::connected(&[], Duration::from_secs(20));
@@ -329,7 +345,8 @@ fn a_backend_that_cannot_be_loaded_is_refused_without_leaving_the_game() {
     );
     // Still in the same game: the next event arrives, and neither side saw anyone leave.
     pair.a.say("still here").unwrap();
-    assert!(hears(&mut pair, true, "still here"), "{:?}", pair.ev_b);
+    let arrived = pair.run_until(Duration::from_secs(10), |p| heard(&p.ev_b, "still here"));
+    assert!(arrived, "{:?}", pair.ev_b);
     let (after_a, after_b) = (&pair.ev_a[before_a..], &pair.ev_b[before_b..]);
     let left = after_a.iter().chain(after_b).any(|e| {
         matches!(
@@ -351,17 +368,15 @@ fn changing_the_local_port_in_a_game_keeps_the_game_both_ways() {
     let out = console(&mut pair.a, "net.port 0");
     assert_ne!(pair.a.local_node().unwrap(), old, "{out}");
     pair.a.say("from the new port").unwrap();
-    assert!(
-        hears(&mut pair, true, "from the new port"),
-        "{:?}",
-        pair.ev_b
-    );
+    let arrived = pair.run_until(Duration::from_secs(10), |p| {
+        heard(&p.ev_b, "from the new port")
+    });
+    assert!(arrived, "{:?}", pair.ev_b);
     pair.b.say("to the new port").unwrap();
-    assert!(
-        hears(&mut pair, false, "to the new port"),
-        "{:?}",
-        pair.ev_a
-    );
+    let arrived = pair.run_until(Duration::from_secs(10), |p| {
+        heard(&p.ev_a, "to the new port")
+    });
+    assert!(arrived, "{:?}", pair.ev_a);
     let left = pair.ev_a.iter().chain(&pair.ev_b).any(|e| {
         matches!(
             e,
@@ -373,133 +388,70 @@ fn changing_the_local_port_in_a_game_keeps_the_game_both_ways() {
 
 #[test]
 fn under_the_link_conditioner_every_reliable_event_arrives_once_in_order() {
-    let Pair {
-        mut a,
-        mut b,
-        ev_a: _,
-        mut ev_b,
-    } = Pair::connected(
+    let mut pair = Pair::connected(
         &["net.sim lag 15 jitter 20 loss 20 dup 5 reorder 5"],
         Duration::from_secs(30),
     );
     let total = 500u32;
     let mut next = 0u32;
-    let mut got: Vec<u32> = Vec::new();
-    let done = run_until(&mut [&mut a, &mut b], Duration::from_secs(60), |subs| {
+    let done = pair.run_until(Duration::from_secs(60), |p| {
         for _ in 0..5 {
             if next < total {
-                let data = net_core::rmev::CustomData::new(&next.to_be_bytes()).unwrap();
-                subs[0]
-                    .queue_remote_event(RemoteEvent::Custom {
-                        custom_type: 9,
-                        data,
-                        reliable: true,
-                    })
-                    .unwrap();
+                p.a.queue_remote_event(numbered(9, next)).unwrap();
                 next += 1;
             }
         }
-        drain(subs[1], &mut ev_b);
-        got = ev_b
-            .iter()
-            .filter_map(|e| match e {
-                GameEvent::Remote {
-                    event:
-                        RemoteEvent::Custom {
-                            custom_type: 9,
-                            data,
-                            ..
-                        },
-                    ..
-                } => Some(u32::from_be_bytes(data.as_bytes().try_into().unwrap())),
-                _ => None,
-            })
-            .collect();
-        got.len() as u32 >= total
+        series_in(&p.ev_b, 9).len() as u32 >= total
     });
+    let got = series_in(&pair.ev_b, 9);
     assert!(done, "got {} of {total}", got.len());
     assert_eq!(
         got,
         (0..total).collect::<Vec<_>>(),
         "exactly once, in order"
     );
-    let status = console(&mut a, "status");
+    let status = console(&mut pair.a, "status");
     assert!(status.contains("net.sim: lag 15 ms"), "{status}");
-    let (send, receive) = a.packets().conditioner_stats();
+    let (send, receive) = pair.a.packets().conditioner_stats();
     assert!(
         send.dropped > 0 && receive.dropped > 0 && send.duplicated + receive.duplicated > 0,
         "{send:?} {receive:?}"
     );
 }
 
-/// The numbers of the type-6 custom events in `events`, in order.
-fn series_in(events: &[GameEvent]) -> Vec<u32> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GameEvent::Remote {
-                event:
-                    RemoteEvent::Custom {
-                        custom_type: 6,
-                        data,
-                        ..
-                    },
-                ..
-            } => Some(u32::from_be_bytes(data.as_bytes().try_into().ok()?)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn events_waiting_in_the_socket_of_a_player_who_switches_backend_arrive_once() {
     // b's events are in a's socket, unread, when a types `net.api udp`: the switch reads them
     // (their acknowledgements matter), so they must reach a's game, exactly once.
-    let Pair {
-        mut a,
-        mut b,
-        mut ev_a,
-        mut ev_b,
-    } = Pair::connected(&[], Duration::from_secs(20));
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
     let mut next = 0u32;
     for round in 0..3 {
         for _ in 0..20 {
-            let data = net_core::rmev::CustomData::new(&next.to_be_bytes()).unwrap();
-            b.queue_remote_event(RemoteEvent::Custom {
-                custom_type: 6,
-                data,
-                reliable: true,
-            })
-            .unwrap();
+            pair.b.queue_remote_event(numbered(6, next)).unwrap();
             next += 1;
         }
-        b.maintain(Instant::now());
+        pair.b.maintain(Instant::now());
         std::thread::sleep(Duration::from_millis(30));
-        let out = console(&mut a, "net.api udp");
+        let out = console(&mut pair.a, "net.api udp");
         assert!(out.contains("left the game"), "round {round}: {out}");
         let sent = next as usize;
-        let done = run_until(&mut [&mut a, &mut b], Duration::from_secs(20), |subs| {
-            drain(subs[0], &mut ev_a);
-            drain(subs[1], &mut ev_b);
-            let connected = ev_a
+        let done = pair.run_until(Duration::from_secs(20), |p| {
+            let connected = p
+                .ev_a
                 .iter()
                 .filter(|e| matches!(e, GameEvent::Connected { .. }))
                 .count();
-            series_in(&ev_a).len() >= sent && connected == round + 2
+            series_in(&p.ev_a, 6).len() >= sent && connected == round + 2
         });
         assert!(
             done,
             "round {round}: a got {:?} of {sent}",
-            series_in(&ev_a)
+            series_in(&pair.ev_a, 6)
         );
     }
-    run_until(&mut [&mut a, &mut b], Duration::from_millis(300), |subs| {
-        drain(subs[0], &mut ev_a);
-        drain(subs[1], &mut ev_b);
-        false
-    });
+    pair.run_until(Duration::from_millis(300), |_| false);
     assert_eq!(
-        series_in(&ev_a),
+        series_in(&pair.ev_a, 6),
         (0..next).collect::<Vec<_>>(),
         "every event b sent, once and in order"
     );
