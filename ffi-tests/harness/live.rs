@@ -20,6 +20,8 @@ struct Collected {
     lines: Vec<String>,
     /// stdout reached its end (the program exited or closed it).
     ended: bool,
+    /// Everything printed on stderr so far.
+    stderr: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -36,7 +38,7 @@ pub struct Running {
     stdin: Option<ChildStdin>,
     shared: Arc<Shared>,
     stdout_thread: Option<JoinHandle<()>>,
-    stderr_thread: Option<JoinHandle<String>>,
+    stderr_thread: Option<JoinHandle<()>>,
     started: Instant,
     status: Option<ExitStatus>,
 }
@@ -82,10 +84,13 @@ impl Running {
             }
         });
         let mut stderr = child.stderr.take().expect("stderr is piped");
+        let sink = Arc::clone(&shared);
         let stderr_thread = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = stderr.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk) {
+                let mut collected = sink.collected.lock().unwrap_or_else(|e| e.into_inner());
+                collected.stderr.extend_from_slice(&chunk[..n]);
+            }
         });
         Running {
             name: name.to_string(),
@@ -249,25 +254,24 @@ impl Running {
 
     /// What the program printed so far, for failure messages while it still runs.
     pub fn transcript(&self) -> String {
+        let stderr = String::from_utf8_lossy(&self.lock().stderr).into_owned();
         format!(
-            "{} ({})\n--- stdout so far ---\n{}",
+            "{} ({})\n--- stdout so far ---\n{}--- stderr so far ---\n{stderr}",
             self.name,
             self.shown,
             self.stdout()
         )
     }
 
+    /// Wait for both readers to reach the end of their stream; what came on stderr.
     fn join_readers(&mut self) -> String {
-        if let Some(thread) = self.stdout_thread.take() {
+        for thread in [self.stdout_thread.take(), self.stderr_thread.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = thread.join();
         }
-        self.stderr_thread
-            .take()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| "(reader thread panicked)".into())
-            })
-            .unwrap_or_default()
+        String::from_utf8_lossy(&std::mem::take(&mut self.lock().stderr)).into_owned()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Collected> {

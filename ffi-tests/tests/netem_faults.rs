@@ -40,8 +40,10 @@ use parsec_net_ffi_tests::Build;
 const SERIES_MS: &str = "50";
 /// How long the games send the series.
 const SERIES_FOR: Duration = Duration::from_secs(12);
-/// How long the games may take to meet on the damaged LAN.
-const MEET_TIMEOUT: Duration = Duration::from_secs(25);
+/// How long the games may take to meet on the damaged LAN: more than a gameserver client's
+/// 10 s to open its TCP connection plus 20 s for the answer to its join, whose lost segments
+/// TCP sends again after one second and more (they meet in 1-7 s as a rule).
+const MEET_TIMEOUT: Duration = Duration::from_secs(40);
 /// How long the last numbers may take to arrive once the series stops.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a game may take to read a control line.
@@ -81,6 +83,8 @@ fn game(
     }
     command.args(["--expect", "2", "--control", "--series-ms", SERIES_MS]);
     command.args(["--duration", &MEET_TIMEOUT.as_millis().to_string()]);
+    // The library's account of the session, shown if the game fails.
+    command.env("PARSEC_NET_LOG", "info");
     LiveGame::spawn(name, command, false)
 }
 
@@ -94,11 +98,26 @@ struct Timings {
 }
 
 /// Wait until every game has met the others; send the series for [`SERIES_FOR`]; stop it and
-/// wait until every number has arrived (at most [`DRAIN_TIMEOUT`]); end the games.
-fn play_series(mut games: Vec<LiveGame>, started: Instant) -> (Vec<GameRun>, Timings) {
+/// wait until every number has arrived (at most [`DRAIN_TIMEOUT`]); end the games. If they do
+/// not meet, the failure shows what every game and the `witnesses` (a server) printed.
+fn play_series(
+    mut games: Vec<LiveGame>,
+    started: Instant,
+    witnesses: &[&Running],
+) -> (Vec<GameRun>, Timings) {
     for game in &games {
         if !game.wait_complete(MEET_TIMEOUT) {
-            game.fail("did not meet the two others on the damaged LAN");
+            let others: Vec<String> = games
+                .iter()
+                .filter(|g| g.name() != game.name())
+                .map(|g| g.process.transcript())
+                .chain(witnesses.iter().map(|w| w.transcript()))
+                .collect();
+            game.fail(&format!(
+                "did not meet the two others on the damaged LAN\n=== the others ===\n{}\n=== \
+                 this game ===",
+                others.join("\n")
+            ));
         }
     }
     let met = started.elapsed();
@@ -308,7 +327,7 @@ fn a_peer_game_keeps_every_reliable_event_under_netem_damage() {
         .enumerate()
         .map(|(i, name)| game(&lan, i, name, &setup, None))
         .collect();
-    let (runs, timings) = play_series(games, started);
+    let (runs, timings) = play_series(games, started, &[]);
     let damage = check_damage(&mut lan, &[0, 1, 2]);
     let queued = check_senders(&runs);
     report("peer to peer", &queued, &timings, &damage, &runs);
@@ -376,7 +395,7 @@ fn a_gameserver_game_keeps_every_reliable_event_under_netem_damage() {
         .enumerate()
         .map(|(i, name)| game(&lan, i + 1, name, &setup, Some(&tcp)))
         .collect();
-    let (runs, timings) = play_series(games, started);
+    let (runs, timings) = play_series(games, started, &[&server]);
     let damage = check_damage(&mut lan, &[1, 2, 3]);
     server.signal("TERM");
     let server_output = server.finish(SERVER_TIMEOUT);

@@ -29,8 +29,12 @@ pub const GAMESERVER_TCP_PORT: u16 = 6581;
 pub const GAMESERVER_UDP_PORT: u16 = 6522;
 /// The clients' UDP port in the design (assumed for players the server lists without a port).
 const DESIGN_CLIENT_PORT: u16 = 6526;
-/// How long connecting and joining may take.
-const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the TCP connection to the server may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the server may take to answer the join line, counted from the moment the
+/// connection opened: a lossy path can cost TCP several seconds per lost segment, so this is as
+/// long as the silence a joined session survives (the server itself waits 30 s for the line).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The admin's message lines after an accepted join.
 const MESSAGE_LINES: u8 = 4;
 /// What this client reports as its operating system.
@@ -454,13 +458,18 @@ impl ClientProtocol for ServerClient {
 
     fn handle_timeout(&mut self, now: Instant) {
         match self.phase {
-            Phase::Connecting { since } | Phase::Joining { since }
-                if now.saturating_duration_since(since) >= JOIN_TIMEOUT =>
-            {
+            Phase::Connecting { since } if now >= since + CONNECT_TIMEOUT => {
                 self.fail(format!(
-                    "no answer from the {} within {} s",
+                    "could not connect to the {} within {} s",
                     self.kind,
-                    JOIN_TIMEOUT.as_secs()
+                    CONNECT_TIMEOUT.as_secs()
+                ));
+            }
+            Phase::Joining { since } if now >= since + ANSWER_TIMEOUT => {
+                self.fail(format!(
+                    "no answer from the {} to the join within {} s",
+                    self.kind,
+                    ANSWER_TIMEOUT.as_secs()
                 ));
             }
             Phase::Joined => {
@@ -481,7 +490,8 @@ impl ClientProtocol for ServerClient {
 
     fn poll_timeout(&self) -> Option<Instant> {
         match self.phase {
-            Phase::Connecting { since } | Phase::Joining { since } => Some(since + JOIN_TIMEOUT),
+            Phase::Connecting { since } => Some(since + CONNECT_TIMEOUT),
+            Phase::Joining { since } => Some(since + ANSWER_TIMEOUT),
             Phase::Joined => self.session.as_ref().and_then(Session::poll_timeout),
             _ => None,
         }
@@ -512,11 +522,12 @@ impl ClientProtocol for ServerClient {
     fn handle_stream(&mut self, now: Instant, event: StreamEvent) {
         match event {
             StreamEvent::Connected { peer } => {
-                if let Phase::Connecting { since } = self.phase {
+                if let Phase::Connecting { .. } = self.phase {
                     self.server_peer = Some(peer);
                     let line = self.join_line();
                     self.stream_out.push_back(StreamCommand::SendLine(line));
-                    self.phase = Phase::Joining { since };
+                    // The answer's time starts now: a slow connect does not shorten it.
+                    self.phase = Phase::Joining { since: now };
                 }
             }
             StreamEvent::Line(line) => self.take_line(now, line),
@@ -619,5 +630,111 @@ mod tests {
         );
         assert_eq!(parse_update("add ip: 1.2.3.4 name: x in notaslot"), None);
         assert_eq!(parse_update("hello"), None);
+    }
+
+    /// A gameserver client that has asked to connect at `start`.
+    fn connecting(start: Instant) -> ServerClient {
+        let mut client = ServerClient::new(ProtocolKind::GameServer);
+        let params = ConnectParams {
+            target: None,
+            broadcast: None,
+            local_node: Node::default(),
+            name: PlayerName::new(b"maverick").unwrap(),
+            token: 7,
+            order: std::sync::Arc::new(|a: &Node, b: &Node| a.bytes.cmp(&b.bytes)),
+            session: crate::session::SessionConfig::default(),
+            server: Some(("10.0.0.1".into(), GAMESERVER_TCP_PORT)),
+            game_port: 6526,
+            resolve: std::sync::Arc::new(|_, _| Some(Node::default())),
+            resume: None,
+        };
+        client.connect(start, params).expect("connect starts");
+        client
+    }
+
+    fn errors(client: &mut ServerClient) -> Vec<String> {
+        std::iter::from_fn(|| client.poll_event())
+            .filter_map(|e| match e {
+                GameEvent::Error { text } => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Run the client's timers at `at` (as the driver does when its timeout comes).
+    fn tick(client: &mut ServerClient, at: Instant) {
+        if client.poll_timeout().is_some_and(|t| t <= at) {
+            client.handle_timeout(at);
+        }
+    }
+
+    #[test]
+    fn a_connection_that_never_opens_fails_after_the_connect_time() {
+        let start = Instant::now();
+        let mut client = connecting(start);
+        tick(
+            &mut client,
+            start + CONNECT_TIMEOUT - Duration::from_millis(1),
+        );
+        assert!(errors(&mut client).is_empty());
+        tick(&mut client, start + CONNECT_TIMEOUT);
+        assert_eq!(
+            errors(&mut client),
+            ["could not connect to the gameserver within 10 s"]
+        );
+        assert!(!client.is_active());
+    }
+
+    /// A connection that took most of the connect time to open (its SYN lost again and again)
+    /// still gets the whole answer time for the join line; the answer then seats the player.
+    #[test]
+    fn a_slow_connect_does_not_shorten_the_wait_for_the_join_answer() {
+        let start = Instant::now();
+        let mut client = connecting(start);
+        let opened = start + Duration::from_secs(9);
+        let peer: SocketAddr = "10.0.0.1:6581".parse().unwrap();
+        client.handle_stream(opened, StreamEvent::Connected { peer });
+        let sent: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        assert!(
+            matches!(&sent[..], [StreamCommand::Connect { .. }, StreamCommand::SendLine(l)] if l.contains("join me: maverick")),
+            "{sent:?}"
+        );
+        let late = opened + ANSWER_TIMEOUT - Duration::from_millis(1);
+        tick(&mut client, late);
+        assert!(errors(&mut client).is_empty());
+        client.handle_stream(
+            late,
+            StreamEvent::Line(
+                "join from maverick accepted, slot: 2, server name: s udp: 6522 token: 5".into(),
+            ),
+        );
+        assert!(matches!(
+            client.poll_event(),
+            Some(GameEvent::Connected { slot: 2 })
+        ));
+        assert!(
+            client.describe().starts_with("on 's'"),
+            "{}",
+            client.describe()
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_answers_the_join_fails_after_the_answer_time() {
+        let start = Instant::now();
+        let mut client = connecting(start);
+        let opened = start + Duration::from_secs(1);
+        let peer: SocketAddr = "10.0.0.1:6581".parse().unwrap();
+        client.handle_stream(opened, StreamEvent::Connected { peer });
+        tick(&mut client, opened + ANSWER_TIMEOUT);
+        assert_eq!(
+            errors(&mut client),
+            ["no answer from the gameserver to the join within 20 s"]
+        );
+        let closing: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        assert!(
+            matches!(closing.last(), Some(StreamCommand::Close)),
+            "{closing:?}"
+        );
     }
 }
