@@ -652,6 +652,13 @@ mod tests {
         client
     }
 
+    /// The client's TCP connection to the server opens at `at`; the stream commands it gave.
+    fn opened(client: &mut ServerClient, at: Instant) -> Vec<StreamCommand> {
+        let peer: SocketAddr = "10.0.0.1:6581".parse().unwrap();
+        client.handle_stream(at, StreamEvent::Connected { peer });
+        std::iter::from_fn(|| client.poll_stream()).collect()
+    }
+
     fn errors(client: &mut ServerClient) -> Vec<String> {
         std::iter::from_fn(|| client.poll_event())
             .filter_map(|e| match e {
@@ -691,15 +698,13 @@ mod tests {
     fn a_slow_connect_does_not_shorten_the_wait_for_the_join_answer() {
         let start = Instant::now();
         let mut client = connecting(start);
-        let opened = start + Duration::from_secs(9);
-        let peer: SocketAddr = "10.0.0.1:6581".parse().unwrap();
-        client.handle_stream(opened, StreamEvent::Connected { peer });
-        let sent: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        let at = start + Duration::from_secs(9);
+        let sent = opened(&mut client, at);
         assert!(
             matches!(&sent[..], [StreamCommand::Connect { .. }, StreamCommand::SendLine(l)] if l.contains("join me: maverick")),
             "{sent:?}"
         );
-        let late = opened + ANSWER_TIMEOUT - Duration::from_millis(1);
+        let late = at + ANSWER_TIMEOUT - Duration::from_millis(1);
         tick(&mut client, late);
         assert!(errors(&mut client).is_empty());
         client.handle_stream(
@@ -723,10 +728,9 @@ mod tests {
     fn a_server_that_never_answers_the_join_fails_after_the_answer_time() {
         let start = Instant::now();
         let mut client = connecting(start);
-        let opened = start + Duration::from_secs(1);
-        let peer: SocketAddr = "10.0.0.1:6581".parse().unwrap();
-        client.handle_stream(opened, StreamEvent::Connected { peer });
-        tick(&mut client, opened + ANSWER_TIMEOUT);
+        let at = start + Duration::from_secs(1);
+        opened(&mut client, at);
+        tick(&mut client, at + ANSWER_TIMEOUT);
         assert_eq!(
             errors(&mut client),
             ["no answer from the gameserver to the join within 20 s"]

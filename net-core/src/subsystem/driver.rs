@@ -224,9 +224,14 @@ impl Subsystem {
 
     /// Queue a remote event for the others (`NET_RmEv*`).
     pub fn queue_remote_event(&mut self, event: RemoteEvent) -> NetResult<()> {
+        self.queue_event_for("send event", event)
+    }
+
+    /// Queue `event` for the others on behalf of `call` (which an error names).
+    fn queue_event_for(&mut self, call: &str, event: RemoteEvent) -> NetResult<()> {
         crate::wire::validate_parts(event.is_reliable().then_some(1), &event)
             .map_err(|e| NetError::invalid(format!("remote event refused: {e}")))?;
-        self.session_mut("send event")?.queue_event(event)
+        self.session_mut(call)?.queue_event(event)
     }
 
     /// `say TEXT`: RE_SENDTEXT.
@@ -237,7 +242,7 @@ impl Subsystem {
                 format!("chat text {e} (at most 255 bytes)"),
             )
         })?;
-        self.queue_remote_event(RemoteEvent::SendText(text))
+        self.queue_event_for("say", RemoteEvent::SendText(text))
     }
 
     /// `net.api SPEC` while the game runs: if connected, leave the game, switch the backend,
