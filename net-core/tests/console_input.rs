@@ -94,6 +94,11 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
             "is not HOST[:PORT]",
         ),
         (
+            "net.server :6581",
+            ErrorCode::InvalidArgument,
+            "':6581' is not HOST[:PORT]",
+        ),
+        (
             "name this name is far too long for parsec",
             ErrorCode::TooLarge,
             "at most 31 bytes",

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::commands::number_in;
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::master::resolve::split_host_port;
 use crate::protocol::ProtocolKind;
 use crate::subsystem::settings::{MAX_MASTERS, SEND_HZ_RANGE};
 use crate::subsystem::Subsystem;
@@ -43,31 +44,16 @@ pub fn net_port(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> 
     sub.set_port(port)
 }
 
-/// Check a `HOST[:PORT]` argument: printable, no spaces, a sane length.
+/// Check a `HOST[:PORT]` argument: a non-empty host without spaces or control characters, a
+/// port in 1-65535 if given, a sane length.
 fn host_port(args: &str) -> NetResult<String> {
-    if args.len() > 255
-        || args.contains(char::is_whitespace)
-        || args.chars().any(|c| c.is_control())
-    {
+    if args.len() > 255 {
         return Err(NetError::invalid(format!(
             "'{}' is not HOST[:PORT]",
             args.escape_debug()
         )));
     }
-    if let Some((_, port)) = args
-        .rsplit_once(':')
-        .filter(|(h, _)| !h.contains(':') || h.ends_with(']'))
-    {
-        port.parse::<u16>()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| {
-                NetError::new(
-                    ErrorCode::Parse,
-                    format!("'{port}' is not a port number (1-65535)"),
-                )
-            })?;
-    }
+    split_host_port(args, 1)?;
     Ok(args.to_string())
 }
 

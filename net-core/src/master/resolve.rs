@@ -8,10 +8,52 @@
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 
-/// Split `HOST:PORT` (IPv6 as `[ADDR]:PORT`; `HOST` alone gets `default_port`).
-pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), String> {
-    let bad = || format!("'{text}' is not HOST[:PORT]");
-    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(bad);
+/// Why a `HOST[:PORT]` text was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPortError {
+    /// The port part is not a number in 1-65535 (the text of the port).
+    BadPort(String),
+    /// The text is not `HOST[:PORT]` at all (the whole text).
+    NotHostPort(String),
+}
+
+impl std::fmt::Display for HostPortError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPortError::BadPort(port) => {
+                write!(
+                    f,
+                    "'{}' is not a port number (1-65535)",
+                    port.escape_debug()
+                )
+            }
+            HostPortError::NotHostPort(text) => {
+                write!(f, "'{}' is not HOST[:PORT]", text.escape_debug())
+            }
+        }
+    }
+}
+
+impl From<HostPortError> for crate::error::NetError {
+    fn from(e: HostPortError) -> Self {
+        let code = match e {
+            HostPortError::BadPort(_) => crate::error::ErrorCode::Parse,
+            HostPortError::NotHostPort(_) => crate::error::ErrorCode::InvalidArgument,
+        };
+        crate::error::NetError::new(code, e.to_string())
+    }
+}
+
+/// Split `HOST:PORT` (IPv6 as `[ADDR]:PORT`; `HOST` alone gets `default_port`). The host must
+/// be non-empty, without spaces or control characters.
+pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), HostPortError> {
+    let bad = || HostPortError::NotHostPort(text.to_string());
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| HostPortError::BadPort(p.to_string()))
+    };
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (host, after) = rest.split_once(']').ok_or_else(bad)?;
         match after.strip_prefix(':') {
@@ -108,9 +150,17 @@ mod tests {
         assert_eq!(split_host_port("[::1]:9", 6502), Ok(("::1".into(), 9)));
         assert_eq!(split_host_port("[::1]", 6502), Ok(("::1".into(), 6502)));
         assert_eq!(split_host_port("::1", 6502), Ok(("::1".into(), 6502)));
-        for bad in ["", "a:0", "a:x", "[::1", "a b:1", "a:b:c"] {
+        for bad in ["", "a:0", "a:x", "[::1", "a b:1", "a:b:c", ":80", "[]:80"] {
             assert!(split_host_port(bad, 6502).is_err(), "{bad}");
         }
+        assert_eq!(
+            split_host_port("a:99999", 6502).unwrap_err().to_string(),
+            "'99999' is not a port number (1-65535)"
+        );
+        assert_eq!(
+            split_host_port(":80", 6502).unwrap_err().to_string(),
+            "':80' is not HOST[:PORT]"
+        );
     }
 
     #[test]

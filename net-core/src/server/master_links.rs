@@ -66,7 +66,7 @@ impl RegistrationSettings {
             )));
         }
         for master in &self.masters {
-            split_host_port(master, MASTER_PORT).map_err(NetError::invalid)?;
+            split_host_port(master, MASTER_PORT)?;
         }
         proto::validate_os(&self.os).map_err(|_| {
             NetError::invalid(format!(
@@ -154,7 +154,7 @@ impl MasterLinks {
         };
         let mut links = Vec::new();
         for (i, master) in settings.masters.iter().enumerate() {
-            let (host, port) = split_host_port(master, MASTER_PORT).map_err(NetError::invalid)?;
+            let (host, port) = split_host_port(master, MASTER_PORT)?;
             let mut config = RegistrationConfig::new(master, join.clone());
             config.keepalive = settings.keepalive;
             config.backoff_min = settings.backoff_min;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::stream::LineStream;
 use super::Subsystem;
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::master::resolve::split_host_port;
 use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
 use crate::protocol::peer::PeerProtocol;
 use crate::protocol::server_client::{ServerClient, GAMESERVER_TCP_PORT, SLOTSERVER_PORT};
@@ -527,37 +528,6 @@ impl Subsystem {
             return self.game.playback_owner(object_id);
         }
         self.session()?.owner_of(object_id)
-    }
-}
-
-/// Split `HOST[:PORT]` (IPv6 as `[::1]:PORT`), with a default port.
-fn split_host_port(text: &str, default_port: u16) -> NetResult<(String, u16)> {
-    let bad_port = |p: &str| {
-        NetError::new(
-            ErrorCode::Parse,
-            format!("'{p}' is not a port number (1-65535)"),
-        )
-    };
-    let parse_port = |p: &str| {
-        p.parse::<u16>()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| bad_port(p))
-    };
-    if let Some(rest) = text.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| NetError::invalid(format!("'{text}' is not HOST[:PORT]")))?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => parse_port(p)?,
-            None if after.is_empty() => default_port,
-            None => return Err(NetError::invalid(format!("'{text}' is not HOST[:PORT]"))),
-        };
-        return Ok((host.to_string(), port));
-    }
-    match text.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => Ok((host.to_string(), parse_port(port)?)),
-        _ => Ok((text.to_string(), default_port)),
     }
 }
 

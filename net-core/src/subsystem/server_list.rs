@@ -69,7 +69,7 @@ impl ServerListClient {
         }
         let targets: Vec<Result<(String, u16), String>> = masters
             .iter()
-            .map(|m| split_host_port(m, MASTER_PORT))
+            .map(|m| split_host_port(m, MASTER_PORT).map_err(|e| e.to_string()))
             .collect();
         self.running = Some(RunningFetch {
             machine: ListFetch::start(now, masters.to_vec(), FETCH_TIMEOUT),
