@@ -130,8 +130,9 @@ struct InFlight {
 struct SentPacket {
     sequence: u32,
     sent_at: Option<Instant>,
-    /// The reliable ids this packet carried (retransmissions interleave, so each is listed).
-    reliable_ids: Vec<u32>,
+    /// How many reliable ids this packet carried (retransmissions interleave, so each is
+    /// listed); the ids themselves are this packet's run in `Link::sent_ids`.
+    id_count: u32,
     acked: bool,
 }
 
@@ -173,8 +174,11 @@ pub struct Link {
     // --- outgoing ---
     next_sequence: u32,
     sent: VecDeque<SentPacket>,
-    /// Id lists of packets no longer tracked, kept for the next packets (no steady allocation).
-    spare_id_lists: Vec<Vec<u32>>,
+    /// The reliable ids of every packet in `sent`, packet after packet in the same order: one
+    /// ring that reaches its working size once, instead of a list per packet.
+    sent_ids: VecDeque<u32>,
+    /// The ids of the packet being written (reused between packets).
+    carried_scratch: Vec<u32>,
     /// The ids an acknowledgement covers (reused between acknowledgements).
     acked_scratch: Vec<u32>,
     next_reliable_id: u32,
@@ -204,7 +208,8 @@ impl Link {
             config,
             next_sequence: 1,
             sent: VecDeque::with_capacity(SENT_WINDOW),
-            spare_id_lists: Vec::new(),
+            sent_ids: VecDeque::new(),
+            carried_scratch: Vec::new(),
             acked_scratch: Vec::new(),
             next_reliable_id: 1,
             queued: VecDeque::new(),
@@ -447,7 +452,8 @@ impl Link {
             token,
         };
         let mut writer = PacketWriter::new(buf, &header, state)?;
-        let mut carried = self.spare_id_lists.pop().unwrap_or_default();
+        let mut carried = std::mem::take(&mut self.carried_scratch);
+        carried.clear();
         let rto = self.rto();
         // Retransmissions first: they are older than anything new.
         for flight in self
@@ -502,27 +508,38 @@ impl Link {
         }
         let len = writer.finish();
         self.next_sequence = self.next_sequence.wrapping_add(1).max(1);
-        self.record_sent(SentPacket {
-            sequence,
-            sent_at: Some(now),
-            reliable_ids: carried,
-            acked: false,
-        });
+        self.record_sent(
+            SentPacket {
+                sequence,
+                sent_at: Some(now),
+                id_count: carried.len() as u32,
+                acked: false,
+            },
+            &carried,
+        );
+        self.carried_scratch = carried;
         self.ack_owed = None;
         self.stats.packets_sent += 1;
         Ok(len)
     }
 
-    fn record_sent(&mut self, packet: SentPacket) {
+    fn record_sent(&mut self, packet: SentPacket, ids: &[u32]) {
         if self.sent.len() == SENT_WINDOW {
-            if let Some(old) = self.sent.pop_front() {
+            if let Some(old) = self.pop_oldest_sent() {
                 if !old.acked {
                     self.count_lost();
                 }
-                self.recycle_ids(old.reliable_ids);
             }
         }
         self.sent.push_back(packet);
+        self.sent_ids.extend(ids);
+    }
+
+    /// Stop tracking the oldest sent packet, with its ids.
+    fn pop_oldest_sent(&mut self) -> Option<SentPacket> {
+        let packet = self.sent.pop_front()?;
+        self.sent_ids.drain(..packet.id_count as usize);
+        Some(packet)
     }
 
     // ----- what arrives ----------------------------------------------------------------------
@@ -648,7 +665,13 @@ impl Link {
         let mut newest_rtt = None;
         let mut acked_ids = std::mem::take(&mut self.acked_scratch);
         acked_ids.clear();
-        for packet in self.sent.iter_mut().filter(|p| !p.acked) {
+        let mut ids_at = 0;
+        for packet in self.sent.iter_mut() {
+            let ids = ids_at..ids_at + packet.id_count as usize;
+            ids_at = ids.end;
+            if packet.acked {
+                continue;
+            }
             let seq = packet.sequence;
             let acked = seq == ack.latest
                 || (seq_before(seq, ack.latest) && {
@@ -659,7 +682,7 @@ impl Link {
                 continue;
             }
             packet.acked = true;
-            acked_ids.append(&mut packet.reliable_ids);
+            acked_ids.extend(self.sent_ids.range(ids));
             if seq == ack.latest {
                 newest_rtt = packet.sent_at.map(|t| now.saturating_duration_since(t));
             }
@@ -677,13 +700,12 @@ impl Link {
             if !resolved {
                 break;
             }
-            let packet = self.sent.pop_front().expect("front exists");
+            let packet = self.pop_oldest_sent().expect("front exists");
             if packet.acked {
                 acked += 1;
             } else {
                 lost += 1;
             }
-            self.recycle_ids(packet.reliable_ids);
         }
         for _ in 0..acked {
             self.count_acked();
@@ -704,14 +726,6 @@ impl Link {
             }
         }
         self.acked_scratch = acked_ids;
-    }
-
-    /// Keep an id list of a packet no longer tracked for a later packet.
-    fn recycle_ids(&mut self, mut ids: Vec<u32>) {
-        if self.spare_id_lists.len() < SENT_WINDOW {
-            ids.clear();
-            self.spare_id_lists.push(ids);
-        }
     }
 
     fn count_acked(&mut self) {
