@@ -22,6 +22,7 @@
 //! directions of its old link exactly once (RE_RESUME, see `resume`).
 
 pub mod grid;
+pub mod out_buffers;
 pub mod outbox;
 pub mod resume;
 pub mod service;
@@ -35,6 +36,7 @@ use crate::session::resume::is_game_event;
 use crate::session::{Delivery, Link, LinkConfig, PacketMeta, PacketVerdict};
 use crate::wire::{decode_packet, PacketType, WireEvent};
 use grid::SpatialGrid;
+use out_buffers::OutBuffers;
 use outbox::{Outbox, Relayed};
 use resume::{RelayParked, RelayResume, HOLD_LIMIT};
 
@@ -127,15 +129,12 @@ pub struct RelayCore {
     /// The packet being written, and the buffers of datagrams already sent, kept for reuse so
     /// forwarding does not allocate in steady state.
     write_buf: Vec<u8>,
-    spare_out: Vec<Vec<u8>>,
+    spare_out: OutBuffers,
     /// The players with something for the client being served (reused between clients).
     origins: Vec<Option<u8>>,
     /// Links of clients that left, kept for their return.
     resume: RelayResume,
 }
-
-/// At most this many sent datagram buffers are kept for reuse.
-const MAX_SPARE_OUT: usize = 256;
 
 impl RelayCore {
     pub fn new(config: RelayConfig) -> RelayCore {
@@ -158,7 +157,7 @@ impl RelayCore {
             stats: RelayStats::default(),
             retired_outbox: outbox::OutboxStats::default(),
             write_buf: Vec::new(),
-            spare_out: Vec::new(),
+            spare_out: OutBuffers::default(),
             origins: Vec::new(),
             resume: RelayResume::default(),
         }
@@ -484,8 +483,7 @@ impl RelayCore {
                     .write_packet(now, &mut buf, meta, state.as_ref())
                 {
                     Ok(len) => {
-                        let mut data = self.spare_out.pop().unwrap_or_default();
-                        data.clear();
+                        let mut data = self.spare_out.take(len, buf.len());
                         data.extend_from_slice(&buf[..len]);
                         self.out.push_back((client.addr, data));
                         client.last_sent = Some(now);
@@ -503,9 +501,7 @@ impl RelayCore {
         let (to, data) = self.out.pop_front()?;
         let len = data.len().min(buf.len());
         buf[..len].copy_from_slice(&data[..len]);
-        if self.spare_out.len() < MAX_SPARE_OUT {
-            self.spare_out.push(data);
-        }
+        self.spare_out.give_back(data);
         Some((to, len))
     }
 
