@@ -2,17 +2,25 @@
 //! layer every protocol uses: two players exchange reliable and unreliable events and states
 //! through their links (encode, decode, acknowledge, deliver), and a counting allocator (per
 //! thread, so other tests running at the same time do not count) must see no allocation at all
-//! once the windows and queues have warmed up. `parsecnet bench` measures the same over real
-//! sockets through the C API.
+//! once the windows and queues have warmed up. The same for the gameserver's relay: sixteen
+//! ships flying across the cells of its spatial grid, their states filtered by distance and
+//! their reliable events forwarded. `parsecnet bench` measures the same over real sockets
+//! through the C API.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use net_core::rmev::{CustomData, PlayerName, RemoteEvent, ShipState};
-use net_core::session::{LocalPlayer, NodeEq, Session, SessionConfig};
-use net_core::wire::decode_packet;
+use std::net::{Ipv4Addr, SocketAddr};
+
+use net_core::relay::{RelayConfig, RelayCore};
+use net_core::rmev::{CustomData, EarlierTokens, PlayerName, RemoteEvent, ResumeStep, ShipState};
+use net_core::session::{
+    Link, LinkConfig, LocalPlayer, NodeEq, PacketMeta, Session, SessionConfig,
+};
+use net_core::sim::Rng;
+use net_core::wire::{decode_packet, PacketType};
 use net_core::Node;
 
 thread_local! {
@@ -149,5 +157,129 @@ fn a_steady_exchange_allocates_nothing_per_packet() {
     assert_eq!(
         allocated, 0,
         "{allocated} heap allocations over {packets} packets in steady state"
+    );
+}
+
+/// One ship of the relay test: its link to the relay and where it flies.
+struct Ship {
+    addr: SocketAddr,
+    token: u32,
+    link: Link,
+    state: ShipState,
+}
+
+#[test]
+fn a_relay_forwarding_ships_across_its_grid_allocates_nothing_per_packet() {
+    const SHIPS: u8 = 16;
+    const DISTANCE: f32 = 1_000.0;
+    let start = Instant::now();
+    let mut relay = RelayCore::new(RelayConfig {
+        distance: DISTANCE,
+        ..RelayConfig::default()
+    });
+    let mut rng = Rng::new(9);
+    let mut ships: Vec<Ship> = (0..SHIPS)
+        .map(|slot| {
+            let addr = SocketAddr::from((Ipv4Addr::new(10, 0, 0, slot + 1), 6526));
+            let token = 0x100 + u32::from(slot);
+            relay.add_client(start, slot, addr, token);
+            let mut link = Link::new(LinkConfig::default());
+            link.queue_event(RemoteEvent::Resume(ResumeStep::Hello(
+                EarlierTokens::default(),
+            )));
+            link.queue_event(RemoteEvent::PlayerStatus {
+                joined: true,
+                flag: 0,
+            });
+            Ship {
+                addr,
+                token,
+                link,
+                state: ShipState::default(),
+            }
+        })
+        .collect();
+    let mut buf = vec![0u8; 1400];
+    let mut events = Vec::with_capacity(256);
+    let mut out: Vec<(SocketAddr, Vec<u8>)> = (0..256)
+        .map(|_| (ships[0].addr, Vec::with_capacity(1400)))
+        .collect();
+    let tick = Duration::from_millis(50);
+    let (mut counted, mut packets, mut crossings) = (0u64, 0usize, 0u32);
+    for round in 0..1_500u32 {
+        let now = start + tick * (round + 1);
+        let measuring = round >= 500;
+        for (slot, ship) in ships.iter_mut().enumerate() {
+            // A walk in a 4 x 4 x 1 cell box: ships keep crossing cells and meeting.
+            let cell_before = (ship.state.pos[0] / DISTANCE).floor();
+            for axis in 0..2 {
+                let p = &mut ship.state.pos[axis];
+                *p = (*p + (rng.unit() as f32 - 0.5) * 400.0).rem_euclid(4.0 * DISTANCE);
+            }
+            crossings += u32::from((ship.state.pos[0] / DISTANCE).floor() != cell_before);
+            if round % 4 == slot as u32 % 4 {
+                let data = CustomData::new(&round.to_le_bytes()).expect("small");
+                ship.link.queue_event(RemoteEvent::Custom {
+                    custom_type: 7,
+                    data,
+                    reliable: true,
+                });
+            }
+            let meta = PacketMeta {
+                kind: PacketType::GameState,
+                sender_slot: Some(slot as u8),
+                joined: true,
+                token: ship.token,
+                relay: false,
+            };
+            let len = ship
+                .link
+                .write_packet(now, &mut buf, meta, Some(&ship.state))
+                .expect("encodes");
+            let before = allocations();
+            relay.handle_datagram(now, ship.addr, &buf[..len]);
+            if measuring {
+                counted += allocations() - before;
+                packets += 1;
+            }
+        }
+        let before = allocations();
+        relay.handle_timeout(now);
+        let mut sent = 0;
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            let (addr, data) = &mut out[sent];
+            *addr = to;
+            data.clear();
+            data.extend_from_slice(&buf[..len]);
+            sent += 1;
+        }
+        if measuring {
+            counted += allocations() - before;
+            packets += sent;
+        }
+        for (to, data) in &out[..sent] {
+            let ship = ships.iter_mut().find(|s| s.addr == *to).expect("a ship");
+            let packet = decode_packet(data, &mut events).expect("decodes");
+            ship.link.handle_packet(
+                now,
+                &packet.header,
+                packet.state.as_ref(),
+                &events,
+                &mut |_| {},
+            );
+        }
+    }
+    assert!(
+        crossings > 1_000,
+        "the ships crossed cells only {crossings} times"
+    );
+    assert!(
+        relay.stats().states_filtered_by_distance > 0,
+        "no state was filtered"
+    );
+    assert!(packets > 20_000, "only {packets} packets through the relay");
+    assert_eq!(
+        counted, 0,
+        "{counted} heap allocations in the relay over {packets} packets in steady state"
     );
 }
