@@ -172,3 +172,7 @@ pub mod shim;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod conformance;
+
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod vtable_socket;

@@ -59,7 +59,7 @@ fn unicast_and_broadcast_between_namespaces() {
     );
 
     // Broadcast on our network reaches B, not A itself.
-    let broadcast = a.broadcast_node(0);
+    let broadcast = a.broadcast_node(0).unwrap();
     assert_eq!(
         print(&broadcast).unwrap(),
         format!("{NETWORK:08X}:FFFFFFFFFFFF:{SOCKET:04X}")
@@ -115,7 +115,7 @@ fn defaults_interface_socket_and_network_filter() {
         .run(|| Sock::open(0, "network=00000002"))
         .expect("open b on network 2");
 
-    a.send_ok(&a.broadcast_node(0), b"hello network 0");
+    a.send_ok(&a.broadcast_node(0).unwrap(), b"hello network 0");
     let (from, got) = b.receive_within(SOON).expect("broadcast on network 0");
     assert_eq!(print(&from).unwrap(), node_text(0, MAC_A, DEFAULT_SOCKET));
     assert_eq!(got, b"hello network 0");

@@ -179,7 +179,7 @@ fn tshark_decodes_the_frames_as_ipx() {
     let b_node = node(&node_text(NETWORK, MAC_B, SOCKET));
     a.send_ok(&b_node, b"0123456789");
     let big = vec![0x42u8; 546];
-    a.send_ok(&a.broadcast_node(0), &big);
+    a.send_ok(&a.broadcast_node(0).unwrap(), &big);
     assert!(b.receive_within(Duration::from_secs(3)).is_some());
     assert!(b.receive_within(Duration::from_secs(3)).is_some());
     b.send_ok(&a.local_node(), b"x");

@@ -172,7 +172,10 @@ fn invalid_nodes_are_rejected_by_send_print_and_local_node() {
     ] {
         assert_eq!(print(&bad), Err(NET_BACKEND_ERR_INVALID), "{bad:?}");
         assert_eq!(s.send(&bad, b"x"), NET_BACKEND_ERR_INVALID);
-        assert_eq!(s.local_node(Some(&bad)), Err(NET_BACKEND_ERR_INVALID));
+        assert_eq!(
+            s.local_node_towards(Some(&bad)),
+            Err(NET_BACKEND_ERR_INVALID)
+        );
         assert_eq!(compare(&bad, &bad), 0);
     }
 }

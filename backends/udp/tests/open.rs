@@ -40,16 +40,14 @@ fn entry_point_returns_the_static_vtable_for_abi_1_and_null_for_0() {
 #[test]
 fn taken_port_fails_open_with_a_clear_message() {
     let first = Sock::v4();
-    let port: u16 = common::print(&first.local_node(None).unwrap())
+    let port: u16 = common::print(&first.local_node())
         .unwrap()
         .rsplit(':')
         .next()
         .unwrap()
         .parse()
         .unwrap();
-    let (code, message) = Sock::open(port, V4_ONLY)
-        .err()
-        .expect("second bind must fail");
+    let (code, message) = Sock::open(port, V4_ONLY).expect_err("second bind must fail");
     assert!(code < 0);
     assert_eq!(
         message,
@@ -70,7 +68,7 @@ fn malformed_options_fail_open_and_unknown_keys_are_ignored() {
         ("bind=127.0.0.1\nsndbuf=-5", "net.udp.sndbuf"),
         ("bind=127.0.0.1\nbroadcast=everyone", "net.udp.broadcast"),
     ] {
-        let (code, message) = Sock::open(0, options).err().expect(options);
+        let (code, message) = Sock::open(0, options).expect_err(options);
         assert_eq!(code, NET_BACKEND_ERR_INVALID, "{options}");
         assert!(
             message.starts_with("udp: invalid ") && message.contains(key),

@@ -16,8 +16,8 @@ const SECOND: Duration = Duration::from_secs(2);
 fn ipv4_datagrams_flow_both_ways_between_ephemeral_sockets() {
     let a = Sock::v4();
     let b = Sock::v4();
-    let a_node = a.local_node(None).unwrap();
-    let b_node = b.local_node(None).unwrap();
+    let a_node = a.local_node();
+    let b_node = b.local_node();
     assert_ne!(a_node, b_node);
 
     a.send_ok(&b_node, b"hello");
@@ -47,11 +47,11 @@ fn ipv6_datagrams_flow_both_ways_between_ephemeral_sockets() {
         return;
     };
     let loopback6 = node("[::1]:9");
-    let a_node = a.local_node(Some(&loopback6)).unwrap();
-    let b_node = b.local_node(Some(&loopback6)).unwrap();
+    let a_node = a.local_node_towards(Some(&loopback6)).unwrap();
+    let b_node = b.local_node_towards(Some(&loopback6)).unwrap();
     assert!(print(&a_node).unwrap().starts_with("[::1]:"));
     // Both halves of a socket share one port.
-    let a_v4 = a.local_node(None).unwrap();
+    let a_v4 = a.local_node();
     assert_eq!(a_node.bytes[1..3], a_v4.bytes[1..3]);
 
     a.send_ok(&b_node, b"over ipv6");
@@ -65,7 +65,7 @@ fn ipv6_datagrams_flow_both_ways_between_ephemeral_sockets() {
     assert_eq!((from, data.as_slice()), (b_node, &b"reply6"[..]));
 
     // The same dual socket still speaks IPv4.
-    let b_v4 = b.local_node(None).unwrap();
+    let b_v4 = b.local_node();
     a.send_ok(&b_v4, b"over ipv4");
     let (from, data) = b.receive_within(SECOND).expect("datagram to b over IPv4");
     assert_eq!((from, data.as_slice()), (a_v4, &b"over ipv4"[..]));
@@ -76,8 +76,8 @@ fn ipv4_and_ipv6_take_turns_when_both_are_busy() {
     let (Some(rx), Some(tx)) = (Sock::dual(), Sock::dual()) else {
         return;
     };
-    let rx4 = rx.local_node(None).unwrap();
-    let rx6 = rx.local_node(Some(&node("[::1]:9"))).unwrap();
+    let rx4 = rx.local_node();
+    let rx6 = rx.local_node_towards(Some(&node("[::1]:9"))).unwrap();
     for i in 0..40u8 {
         tx.send_ok(&rx4, &[4, i]);
         tx.send_ok(&rx6, &[6, i]);
@@ -101,8 +101,8 @@ fn ipv4_and_ipv6_take_turns_when_both_are_busy() {
 fn burst(options: &str) -> Sock {
     let rx = Sock::open(0, options).unwrap();
     let tx = Sock::v4();
-    let to = rx.local_node(None).unwrap();
-    let tx_node = tx.local_node(None).unwrap();
+    let to = rx.local_node();
+    let tx_node = tx.local_node();
     for seq in 0..200u32 {
         let mut payload = seq.to_be_bytes().to_vec();
         payload.resize(64 + (seq as usize % 50), seq as u8);
@@ -146,7 +146,7 @@ fn burst_of_200_datagrams_arrives_in_order_through_recvfrom_fallback() {
 fn oversize_and_empty_sends_are_rejected() {
     let a = Sock::v4();
     let b = Sock::v4();
-    let to = b.local_node(None).unwrap();
+    let to = b.local_node();
     assert_eq!(a.send(&to, &[1u8; 1401]), NET_BACKEND_ERR_TOO_LARGE);
     assert!(a.last_error().contains("1401"), "{}", a.last_error());
     assert_eq!(a.send(&to, &[]), NET_BACKEND_ERR_INVALID);
@@ -159,7 +159,7 @@ fn oversize_and_empty_sends_are_rejected() {
 #[test]
 fn oversize_and_empty_datagrams_from_outside_are_dropped_and_counted() {
     let rx = Sock::v4();
-    let to = print(&rx.local_node(None).unwrap()).unwrap();
+    let to = print(&rx.local_node()).unwrap();
     let outsider = StdUdp::bind("127.0.0.1:0").unwrap();
     outsider.send_to(&[7u8; 2000], &to).unwrap();
     outsider.send_to(&[7u8; 1401], &to).unwrap();
@@ -181,7 +181,7 @@ fn oversize_and_empty_datagrams_from_outside_are_dropped_and_counted() {
 fn datagram_longer_than_the_caller_buffer_is_dropped_with_too_large() {
     let a = Sock::v4();
     let b = Sock::v4();
-    let to = b.local_node(None).unwrap();
+    let to = b.local_node();
     a.send_ok(&to, &[5u8; 100]);
     a.send_ok(&to, &[6u8; 10]);
     assert_eq!(b.wait(2000), 1);
@@ -208,7 +208,7 @@ fn wait_returns_0_on_timeout_and_1_when_data_waits() {
     );
     assert_eq!(b.wait(0), 0);
 
-    let to = b.local_node(None).unwrap();
+    let to = b.local_node();
     for i in 0..3u8 {
         a.send_ok(&to, &[i + 1]);
     }
@@ -227,15 +227,15 @@ fn wait_returns_0_on_timeout_and_1_when_data_waits() {
 fn local_node_towards_loopback_is_loopback_with_the_bound_port() {
     let s = Sock::v4();
     let towards = node("127.0.0.1:6526");
-    let me = s.local_node(Some(&towards)).unwrap();
+    let me = s.local_node_towards(Some(&towards)).unwrap();
     let text = print(&me).unwrap();
     assert!(text.starts_with("127.0.0.1:"), "{text}");
     let port: u16 = text.rsplit(':').next().unwrap().parse().unwrap();
     assert_ne!(port, 0);
-    assert_eq!(s.local_node(None).unwrap(), me);
+    assert_eq!(s.local_node(), me);
     // A peer really sees that node.
     let peer = Sock::v4();
-    s.send_ok(&peer.local_node(None).unwrap(), b"x");
+    s.send_ok(&peer.local_node(), b"x");
     assert_eq!(peer.receive_within(SECOND).unwrap().0, me);
 }
 
@@ -248,7 +248,7 @@ fn ipv6_node_without_an_ipv6_socket_is_unreachable() {
     );
     assert!(s.last_error().contains("IPv6"), "{}", s.last_error());
     assert_eq!(
-        s.local_node(Some(&node("[::1]:6526"))),
+        s.local_node_towards(Some(&node("[::1]:6526"))),
         Err(NET_BACKEND_ERR_UNREACHABLE)
     );
 }
@@ -256,7 +256,7 @@ fn ipv6_node_without_an_ipv6_socket_is_unreachable() {
 #[test]
 fn broadcast_node_uses_the_option_and_the_socket_port() {
     let s = Sock::v4();
-    let own_port = print(&s.local_node(None).unwrap())
+    let own_port = print(&s.local_node())
         .unwrap()
         .rsplit(':')
         .next()
@@ -288,7 +288,7 @@ fn sending_to_a_broadcast_address_is_delivered() {
             return;
         }
     };
-    let port: u16 = print(&listener.local_node(None).unwrap())
+    let port: u16 = print(&listener.local_node())
         .unwrap()
         .rsplit(':')
         .next()
@@ -305,13 +305,13 @@ fn sending_to_a_broadcast_address_is_delivered() {
     );
     let (from, data) = listener.receive_within(SECOND).expect("broadcast datagram");
     assert_eq!(data, b"anyone?");
-    assert_eq!(from, sender.local_node(None).unwrap());
+    assert_eq!(from, sender.local_node());
 }
 
 #[test]
 fn parse_result_is_sendable_and_printable() {
     let rx = Sock::v4();
-    let text = print(&rx.local_node(None).unwrap()).unwrap();
+    let text = print(&rx.local_node()).unwrap();
     let port: u16 = text.rsplit(':').next().unwrap().parse().unwrap();
     let to = parse("localhost", port).unwrap();
     Sock::v4().send_ok(&to, b"by name");

@@ -8,144 +8,39 @@ pub mod netns;
 #[cfg(target_os = "linux")]
 pub mod wire;
 
-use std::ffi::{c_char, c_void, CString};
-use std::time::{Duration, Instant};
+use std::ops::Deref;
 
-use parsec_backend_abi::{
-    NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_OK, NET_BACKEND_WOULD_BLOCK,
-};
+use parsec_backend_abi::vtable_socket::{self, VtableSocket};
+use parsec_backend_abi::{NET_BackendVTable, NET_Node};
 use parsec_backend_ipx::{vtable, IpxSocket, Stats};
 
 pub fn vt() -> &'static NET_BackendVTable {
     vtable()
 }
 
+// Not every test file uses every helper.
+#[allow(unused_imports)]
 pub use parsec_backend_abi::conformance::c_text;
 
-/// Open through the vtable: the handle, or the error code and message.
-pub fn open_raw(port: u16, options: &str) -> Result<*mut c_void, (i32, String)> {
-    let options = CString::new(options).expect("test options contain no NUL");
-    let params = NET_BackendOpenParams {
-        size: std::mem::size_of::<NET_BackendOpenParams>() as u32,
-        port,
-        reserved: 0,
-        options: options.as_ptr(),
-    };
-    let mut handle: *mut c_void = std::ptr::null_mut();
-    let mut err = [0 as c_char; 512];
-    // SAFETY: all pointers are valid for the duration of the call.
-    let rc = unsafe { (vt().open.unwrap())(&params, &mut handle, err.as_mut_ptr(), err.len()) };
-    if rc == NET_BACKEND_OK {
-        assert!(!handle.is_null());
-        assert_eq!(c_text(&err), "", "a successful open leaves no message");
-        Ok(handle)
-    } else {
-        assert!(handle.is_null());
-        let message = c_text(&err);
-        assert!(
-            !message.is_empty() && !message.contains('\n'),
-            "{message:?}"
-        );
-        Err((rc, message))
+/// Open through the vtable: the socket, or the error code and message.
+pub fn open_raw(port: u16, options: &str) -> Result<VtableSocket, (i32, String)> {
+    VtableSocket::open(vt(), port, options)
+}
+
+/// An open IPX backend socket driven through the vtable, closed on drop.
+#[derive(Debug)]
+pub struct Sock(VtableSocket);
+
+impl Deref for Sock {
+    type Target = VtableSocket;
+    fn deref(&self) -> &VtableSocket {
+        &self.0
     }
 }
-
-/// An open backend socket, closed on drop.
-pub struct Sock {
-    pub handle: *mut c_void,
-}
-
-// SAFETY: the backend needs calls to one socket serialized, not made from one thread; a `Sock`
-// is used by one thread at a time (it is only moved out of the namespace thread that opened it).
-unsafe impl Send for Sock {}
 
 impl Sock {
     pub fn open(port: u16, options: &str) -> Result<Sock, (i32, String)> {
-        open_raw(port, options).map(|handle| Sock { handle })
-    }
-
-    pub fn send(&self, to: &NET_Node, data: &[u8]) -> i32 {
-        // SAFETY: valid handle, node and buffer.
-        unsafe { (vt().send.unwrap())(self.handle, to, data.as_ptr(), data.len()) }
-    }
-
-    /// Send, retrying briefly while the backend says WOULD_BLOCK.
-    pub fn send_ok(&self, to: &NET_Node, data: &[u8]) {
-        for _ in 0..1000 {
-            match self.send(to, data) {
-                NET_BACKEND_OK => return,
-                NET_BACKEND_WOULD_BLOCK => std::thread::sleep(Duration::from_millis(1)),
-                rc => panic!("send failed: {rc} {}", self.last_error()),
-            }
-        }
-        panic!("send kept blocking");
-    }
-
-    /// One non-blocking receive with a buffer of `cap` bytes.
-    pub fn receive(&self, cap: usize) -> Result<Option<(NET_Node, Vec<u8>)>, i32> {
-        let mut buf = vec![0u8; cap.max(1)];
-        let mut from = NET_Node::default();
-        // SAFETY: valid handle, node and buffer of at least `cap` bytes.
-        let rc = unsafe { (vt().receive.unwrap())(self.handle, &mut from, buf.as_mut_ptr(), cap) };
-        match rc {
-            0 => Ok(None),
-            n if n > 0 => {
-                buf.truncate(n as usize);
-                Ok(Some((from, buf)))
-            }
-            err => Err(err),
-        }
-    }
-
-    /// Wait and receive until a datagram arrives or `timeout` passes.
-    pub fn receive_within(&self, timeout: Duration) -> Option<(NET_Node, Vec<u8>)> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(got) = self.receive(2048).expect("receive") {
-                return Some(got);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            assert!(self.wait(left.as_millis() as u32 + 1) >= 0);
-        }
-    }
-
-    pub fn wait(&self, timeout_ms: u32) -> i32 {
-        // SAFETY: valid handle.
-        unsafe { (vt().wait.unwrap())(self.handle, timeout_ms) }
-    }
-
-    pub fn local_node(&self) -> NET_Node {
-        let mut out = NET_Node::default();
-        // SAFETY: valid handle; NULL `towards`; `out` valid.
-        let rc = unsafe { (vt().local_node.unwrap())(self.handle, std::ptr::null(), &mut out) };
-        assert_eq!(rc, NET_BACKEND_OK);
-        out
-    }
-
-    pub fn broadcast_node(&self, port: u16) -> NET_Node {
-        let mut out = NET_Node::default();
-        // SAFETY: valid handle and output.
-        let rc = unsafe { (vt().broadcast_node.unwrap())(self.handle, port, &mut out) };
-        assert_eq!(rc, NET_BACKEND_OK);
-        out
-    }
-
-    pub fn bound_port(&self) -> i32 {
-        // SAFETY: valid handle.
-        unsafe { (vt().bound_port.unwrap())(self.handle) }
-    }
-
-    pub fn last_error(&self) -> String {
-        let mut buf = [0 as c_char; 512];
-        // SAFETY: valid handle and buffer.
-        let n = unsafe { (vt().last_error.unwrap())(self.handle, buf.as_mut_ptr(), buf.len()) };
-        assert!(n >= 0);
-        let text = c_text(&buf);
-        assert_eq!(text.len(), n as usize);
-        text
+        open_raw(port, options).map(Sock)
     }
 
     fn socket(&self) -> &IpxSocket {
@@ -163,23 +58,8 @@ impl Sock {
     }
 }
 
-impl Drop for Sock {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from `open` and is closed exactly once.
-        unsafe { (vt().close.unwrap())(self.handle) };
-    }
-}
-
 pub fn parse(text: &str, default_port: u16) -> Result<NET_Node, i32> {
-    let text = CString::new(text).expect("no NUL in test text");
-    let mut out = NET_Node::default();
-    // SAFETY: valid string and output.
-    let rc = unsafe { (vt().node_parse.unwrap())(text.as_ptr(), default_port, &mut out) };
-    if rc == NET_BACKEND_OK {
-        Ok(out)
-    } else {
-        Err(rc)
-    }
+    vtable_socket::parse(vt(), text, default_port)
 }
 
 pub fn node(text: &str) -> NET_Node {
@@ -187,21 +67,11 @@ pub fn node(text: &str) -> NET_Node {
 }
 
 pub fn print(node: &NET_Node) -> Result<String, i32> {
-    let mut buf = [0 as c_char; 128];
-    // SAFETY: valid node and buffer.
-    let rc = unsafe { (vt().node_print.unwrap())(node, buf.as_mut_ptr(), buf.len()) };
-    if rc >= 0 {
-        let text = c_text(&buf);
-        assert_eq!(text.len(), rc as usize);
-        Ok(text)
-    } else {
-        Err(rc)
-    }
+    vtable_socket::print(vt(), node)
 }
 
 pub fn compare(a: &NET_Node, b: &NET_Node) -> i32 {
-    // SAFETY: valid nodes.
-    unsafe { (vt().node_compare.unwrap())(a, b) }
+    vtable_socket::compare(vt(), a, b)
 }
 
 /// `NNNNNNNN:AABBCCDDEEFF:SSSS` written out by the test itself (not by the backend).

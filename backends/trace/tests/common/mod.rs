@@ -2,14 +2,14 @@
 //! calls a trace vtable only through its function pointers, as the core does, on loopback only.
 #![allow(dead_code)]
 
-use std::ffi::{c_char, c_void, CString};
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
+use parsec_backend_abi::vtable_socket::VtableSocket;
 use parsec_backend_abi::{
-    NET_BackendEntryFn, NET_BackendOpenParams, NET_BackendVTable, NET_Node,
-    NET_BACKEND_ABI_VERSION, NET_BACKEND_ENTRY_SYMBOL, NET_BACKEND_OK, NET_BACKEND_WOULD_BLOCK,
+    NET_BackendEntryFn, NET_BackendVTable, NET_BACKEND_ABI_VERSION, NET_BACKEND_ENTRY_SYMBOL,
 };
 
 /// Options of every test socket: IPv4 loopback only (passed through to the UDP backend).
@@ -87,12 +87,23 @@ pub fn udp() -> &'static NET_BackendVTable {
     TABLE.get_or_init(|| vtable_of(&built_library("udp")))
 }
 
+// Not every test file uses every helper.
+#[allow(unused_imports)]
 pub use parsec_backend_abi::conformance::c_text;
 
-/// An open backend socket, closed on drop.
-pub struct Sock {
-    pub vt: &'static NET_BackendVTable,
-    pub handle: *mut c_void,
+#[allow(unused_imports)]
+pub use parsec_backend_abi::vtable_socket::{compare, parse, print};
+
+/// An open backend socket driven through a vtable (the trace's or the UDP library's), closed
+/// on drop.
+#[derive(Debug)]
+pub struct Sock(VtableSocket);
+
+impl Deref for Sock {
+    type Target = VtableSocket;
+    fn deref(&self) -> &VtableSocket {
+        &self.0
+    }
 }
 
 impl Sock {
@@ -101,24 +112,7 @@ impl Sock {
         port: u16,
         options: &str,
     ) -> Result<Sock, (i32, String)> {
-        let options = CString::new(options).expect("test options contain no NUL");
-        let params = NET_BackendOpenParams {
-            size: std::mem::size_of::<NET_BackendOpenParams>() as u32,
-            port,
-            reserved: 0,
-            options: options.as_ptr(),
-        };
-        let mut handle: *mut c_void = std::ptr::null_mut();
-        let mut err = [0 as c_char; 1024];
-        // SAFETY: all pointers are valid for the duration of the call.
-        let rc = unsafe { (vt.open.unwrap())(&params, &mut handle, err.as_mut_ptr(), err.len()) };
-        if rc == NET_BACKEND_OK {
-            assert!(!handle.is_null());
-            Ok(Sock { vt, handle })
-        } else {
-            assert!(handle.is_null());
-            Err((rc, c_text(&err)))
-        }
+        VtableSocket::open(vt, port, options).map(Sock)
     }
 
     /// A trace socket (this process's rlib vtable) with `extra` option lines.
@@ -130,135 +124,11 @@ impl Sock {
         Sock::open("").expect("IPv4 loopback trace socket")
     }
 
-    pub fn send(&self, to: &NET_Node, data: &[u8]) -> i32 {
-        // SAFETY: valid handle, node and buffer.
-        unsafe { (self.vt.send.unwrap())(self.handle, to, data.as_ptr(), data.len()) }
-    }
-
-    /// Send, retrying briefly while the backend says WOULD_BLOCK.
-    pub fn send_ok(&self, to: &NET_Node, data: &[u8]) {
-        for _ in 0..1000 {
-            match self.send(to, data) {
-                NET_BACKEND_OK => return,
-                NET_BACKEND_WOULD_BLOCK => std::thread::sleep(Duration::from_millis(1)),
-                rc => panic!("send failed: {rc} {}", self.last_error()),
-            }
-        }
-        panic!("send kept blocking");
-    }
-
-    pub fn receive(&self, cap: usize) -> Result<Option<(NET_Node, Vec<u8>)>, i32> {
-        let mut buf = vec![0u8; cap];
-        let mut from = NET_Node::default();
-        // SAFETY: valid handle, node and a buffer of `cap` bytes.
-        let rc =
-            unsafe { (self.vt.receive.unwrap())(self.handle, &mut from, buf.as_mut_ptr(), cap) };
-        match rc {
-            0 => Ok(None),
-            n if n > 0 => {
-                buf.truncate(n as usize);
-                Ok(Some((from, buf)))
-            }
-            err => Err(err),
-        }
-    }
-
-    /// Wait and receive until a datagram arrives or `timeout` passes.
-    pub fn receive_within(&self, timeout: Duration) -> Option<(NET_Node, Vec<u8>)> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(got) = self.receive(2048).expect("receive") {
-                return Some(got);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            assert!(self.wait(left.as_millis() as u32) >= 0);
-        }
-    }
-
-    pub fn wait(&self, timeout_ms: u32) -> i32 {
-        // SAFETY: valid handle.
-        unsafe { (self.vt.wait.unwrap())(self.handle, timeout_ms) }
-    }
-
-    pub fn local_node(&self) -> NET_Node {
-        let mut out = NET_Node::default();
-        // SAFETY: valid handle and output; NULL `towards` means the primary network.
-        let rc = unsafe { (self.vt.local_node.unwrap())(self.handle, std::ptr::null(), &mut out) };
-        assert_eq!(rc, NET_BACKEND_OK, "local_node: {}", self.last_error());
-        out
-    }
-
-    pub fn broadcast_node(&self, port: u16) -> Result<NET_Node, i32> {
-        let mut out = NET_Node::default();
-        // SAFETY: valid handle and output.
-        let rc = unsafe { (self.vt.broadcast_node.unwrap())(self.handle, port, &mut out) };
-        if rc == NET_BACKEND_OK {
-            Ok(out)
-        } else {
-            Err(rc)
-        }
-    }
-
-    pub fn bound_port(&self) -> i32 {
-        // SAFETY: valid handle.
-        unsafe { (self.vt.bound_port.unwrap())(self.handle) }
-    }
-
-    pub fn last_error(&self) -> String {
-        let mut buf = [0 as c_char; 512];
-        // SAFETY: valid handle and buffer.
-        let n = unsafe { (self.vt.last_error.unwrap())(self.handle, buf.as_mut_ptr(), buf.len()) };
-        assert!(n >= 0);
-        let text = c_text(&buf);
-        assert_eq!(text.len(), n as usize);
-        text
-    }
-
     /// The trace socket's counters (only for sockets of this process's rlib vtable).
     pub fn counters(&self) -> parsec_backend_trace::Counters {
         // SAFETY: the handle came from the rlib's `open` and is still open.
         unsafe { parsec_backend_trace::counters(self.handle) }.expect("a live trace socket")
     }
-}
-
-impl Drop for Sock {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from `open` and is closed exactly once.
-        unsafe { (self.vt.close.unwrap())(self.handle) };
-    }
-}
-
-pub fn parse(vt: &NET_BackendVTable, text: &str, default_port: u16) -> Result<NET_Node, i32> {
-    let text = CString::new(text).expect("no NUL in test text");
-    let mut out = NET_Node::default();
-    // SAFETY: valid string and output.
-    let rc = unsafe { (vt.node_parse.unwrap())(text.as_ptr(), default_port, &mut out) };
-    if rc == NET_BACKEND_OK {
-        Ok(out)
-    } else {
-        Err(rc)
-    }
-}
-
-pub fn print(vt: &NET_BackendVTable, node: &NET_Node) -> Result<String, i32> {
-    let mut buf = [0 as c_char; 128];
-    // SAFETY: valid node and buffer.
-    let rc = unsafe { (vt.node_print.unwrap())(node, buf.as_mut_ptr(), buf.len()) };
-    if rc >= 0 {
-        let text = c_text(&buf);
-        assert_eq!(text.len(), rc as usize);
-        Ok(text)
-    } else {
-        Err(rc)
-    }
-}
-
-pub fn compare(vt: &NET_BackendVTable, a: &NET_Node, b: &NET_Node) -> i32 {
-    // SAFETY: valid nodes.
-    unsafe { (vt.node_compare.unwrap())(a, b) }
 }
 
 /// One parsed line of a trace file.
