@@ -292,12 +292,15 @@ pub fn section(plan: ScalingPlan, rows: &[ScalingRow]) -> Section {
             r.heap_bytes_per_client,
             "B",
         ));
-        s.figure(Figure::new(
-            &format!("allocations_per_packet_{n}"),
-            &format!("{n} clients: relay heap allocations per packet"),
-            r.allocations_per_packet,
-            "",
-        ));
+        s.figure(
+            Figure::new(
+                &format!("allocations_per_packet_{n}"),
+                &format!("{n} clients: relay heap allocations per packet"),
+                r.allocations_per_packet,
+                "",
+            )
+            .target(Target::AtMost(0.0)),
+        );
     }
     s.note(format!(
         "N clients = N/16 RelayCore instances (a relay holds one game of at most 16 slots) in this process, sans-IO: no socket system calls are counted; {} measured ticks of 50 ms virtual time after {} warm-up ticks",
