@@ -82,11 +82,18 @@ fn unfinished_lines_and_silent_connections_are_closed_by_timeout() {
         ..master_config()
     });
     let mut good = joined(&master, "good");
+    // A listed server that starts a line and never finishes it: a line timeout.
+    let mut half = joined(&master, "half");
+    half.send_raw(b"players: 2 ma");
+    // A connection whose request never ends, and one that sends nothing: neither sent a
+    // request within the handshake time of connecting (whether or not the line had begun, and
+    // however the master's timer runs fall).
     let mut unfinished = master.client();
     unfinished.send_raw(b"version: 1.0 join me: never fin");
     let mut silent = master.client();
     let mut quiet_server = joined(&master, "quiet");
     let started = Instant::now();
+    half.expect_closed(Duration::from_secs(3));
     unfinished.expect_closed(Duration::from_secs(3));
     silent.expect_closed(Duration::from_secs(3));
     // The listed server that keeps talking stays; the quiet one is unlisted after 600 ms.
@@ -99,7 +106,7 @@ fn unfinished_lines_and_silent_connections_are_closed_by_timeout() {
     still_served(&master, &mut good, &["good"]);
     let summary = master.stop();
     assert_eq!(summary.counter("line_timeouts"), 1);
-    assert_eq!(summary.counter("handshake_timeouts"), 1);
+    assert_eq!(summary.counter("handshake_timeouts"), 2);
     assert_eq!(summary.counter("idle_timeouts"), 1);
 }
 

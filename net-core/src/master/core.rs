@@ -293,7 +293,7 @@ impl MasterCore {
         let mut next: Option<Instant> = None;
         for (&id, c) in &self.conns {
             match self.deadline_of(c) {
-                Some(d) if d <= now => expired.push((id, self.expiry_of(c, now))),
+                Some(d) if d <= now => expired.push((id, self.expiry_of(c))),
                 Some(d) => next = Some(next.map_or(d, |n| n.min(d))),
                 None => {}
             }
@@ -530,7 +530,9 @@ impl MasterCore {
         });
     }
 
-    fn deadline_of(&self, c: &Connection) -> Option<Instant> {
+    /// When `c` is closed for an unfinished line, and when for silence (no request from an
+    /// unlisted connection, no line from a listed server).
+    fn deadlines_of(&self, c: &Connection) -> (Option<Instant>, Option<Instant>) {
         let handshake = self.config.handshake_timeout;
         let silence = if c.listed {
             self.config.idle_timeout
@@ -538,24 +540,25 @@ impl MasterCore {
             handshake
         };
         let line = c.line_started.and_then(|t| deadline(t, handshake));
-        let idle = deadline(c.last_line, silence);
-        match (line, idle) {
+        (line, deadline(c.last_line, silence))
+    }
+
+    fn deadline_of(&self, c: &Connection) -> Option<Instant> {
+        match self.deadlines_of(c) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn expiry_of(&self, c: &Connection, now: Instant) -> Expiry {
-        let line_late = c
-            .line_started
-            .and_then(|t| deadline(t, self.config.handshake_timeout))
-            .is_some_and(|d| d <= now);
-        if line_late {
-            Expiry::Line
-        } else if c.listed {
-            Expiry::Idle
-        } else {
-            Expiry::Handshake
+    /// Why `c` expires: whichever of its deadlines comes first (so the reason does not depend
+    /// on when the timers happen to run). An unlisted connection that started its request line
+    /// still had to send it within the handshake time of connecting: that is a handshake
+    /// timeout, as on the slot and game servers.
+    fn expiry_of(&self, c: &Connection) -> Expiry {
+        match self.deadlines_of(c) {
+            (Some(line), silence) if silence.is_none_or(|s| line < s) => Expiry::Line,
+            _ if c.listed => Expiry::Idle,
+            _ => Expiry::Handshake,
         }
     }
 
