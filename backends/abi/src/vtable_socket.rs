@@ -196,3 +196,22 @@ pub fn compare(vt: &NET_BackendVTable, a: &NET_Node, b: &NET_Node) -> i32 {
     // SAFETY: valid nodes.
     unsafe { (vt.node_compare.unwrap())(a, b) }
 }
+
+/// Declare a harness's own socket type, `pub struct NAME(pub VtableSocket)`, that derefs to the
+/// [`VtableSocket`] it wraps, so a backend's tests add their own methods (counters, options,
+/// constructors) to every call the socket has.
+#[macro_export]
+macro_rules! vtable_socket_wrapper {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct $name(pub $crate::vtable_socket::VtableSocket);
+
+        impl ::std::ops::Deref for $name {
+            type Target = $crate::vtable_socket::VtableSocket;
+            fn deref(&self) -> &Self::Target {
+                &self.0
+            }
+        }
+    };
+}

@@ -8,8 +8,6 @@ pub mod netns;
 #[cfg(target_os = "linux")]
 pub mod wire;
 
-use std::ops::Deref;
-
 use parsec_backend_abi::vtable_socket::{self, VtableSocket};
 use parsec_backend_abi::{NET_BackendVTable, NET_Node};
 use parsec_backend_ipx::{vtable, IpxSocket, Stats};
@@ -27,16 +25,10 @@ pub fn open_raw(port: u16, options: &str) -> Result<VtableSocket, (i32, String)>
     VtableSocket::open(vt(), port, options)
 }
 
-/// An open IPX backend socket driven through the vtable, closed on drop.
-#[derive(Debug)]
-pub struct Sock(VtableSocket);
-
-impl Deref for Sock {
-    type Target = VtableSocket;
-    fn deref(&self) -> &VtableSocket {
-        &self.0
-    }
-}
+parsec_backend_abi::vtable_socket_wrapper!(
+    /// An open IPX backend socket driven through the vtable, closed on drop.
+    Sock
+);
 
 impl Sock {
     pub fn open(port: u16, options: &str) -> Result<Sock, (i32, String)> {

@@ -2,7 +2,6 @@
 //! calls a trace vtable only through its function pointers, as the core does, on loopback only.
 #![allow(dead_code)]
 
-use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
@@ -94,17 +93,11 @@ pub use parsec_backend_abi::conformance::c_text;
 #[allow(unused_imports)]
 pub use parsec_backend_abi::vtable_socket::{compare, parse, print};
 
-/// An open backend socket driven through a vtable (the trace's or the UDP library's), closed
-/// on drop.
-#[derive(Debug)]
-pub struct Sock(VtableSocket);
-
-impl Deref for Sock {
-    type Target = VtableSocket;
-    fn deref(&self) -> &VtableSocket {
-        &self.0
-    }
-}
+parsec_backend_abi::vtable_socket_wrapper!(
+    /// An open backend socket driven through a vtable (the trace's or the UDP library's),
+    /// closed on drop.
+    Sock
+);
 
 impl Sock {
     pub fn open_with(

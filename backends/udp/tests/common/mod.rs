@@ -2,8 +2,6 @@
 //! core does, on loopback addresses only.
 #![allow(dead_code)]
 
-use std::ops::Deref;
-
 use parsec_backend_abi::vtable_socket::{self, VtableSocket};
 use parsec_backend_abi::{NET_BackendVTable, NET_Node};
 use parsec_backend_udp::{vtable, Stats};
@@ -21,16 +19,10 @@ pub fn vt() -> &'static NET_BackendVTable {
 #[allow(unused_imports)]
 pub use parsec_backend_abi::conformance::c_text;
 
-/// An open UDP backend socket driven through the vtable, closed on drop.
-#[derive(Debug)]
-pub struct Sock(VtableSocket);
-
-impl Deref for Sock {
-    type Target = VtableSocket;
-    fn deref(&self) -> &VtableSocket {
-        &self.0
-    }
-}
+parsec_backend_abi::vtable_socket_wrapper!(
+    /// An open UDP backend socket driven through the vtable, closed on drop.
+    Sock
+);
 
 impl Sock {
     pub fn open(port: u16, options: &str) -> Result<Sock, (i32, String)> {
