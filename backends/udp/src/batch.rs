@@ -3,6 +3,12 @@
 //! ENOSYS, detected at run time and remembered for the whole process) it steps down to one
 //! `recvfrom` per call.
 //!
+//! Batching is adaptive. While datagrams arrive one at a time, a plain `recvfrom` reads them: a
+//! `recvmmsg` that finds one datagram pays for a second, failed read before it returns (measured
+//! on loopback: 1.14 µs against 0.66 µs for the `recvfrom`, and 0.44 against 0.30 µs when the
+//! socket is empty). Two datagrams read one after the other without the socket running dry
+//! switch to `recvmmsg` batches, and a batch that finds only one datagram switches back.
+//!
 //! This module must never block, never queue a truncated, oversize or empty datagram, and never
 //! allocate after [`Batch::new`]: the datagram buffers and the `recvmmsg` descriptors pointing
 //! at them are allocated and prepared once per socket, so a call only resets what the kernel
@@ -66,10 +72,18 @@ pub struct Batch {
     head: usize,
     len: usize,
     use_recvmmsg: bool,
+    /// Datagrams are arriving in bursts: read with `recvmmsg` (when allowed) rather than
+    /// `recvfrom`.
+    bursty: bool,
+    /// Single reads in a row that found a datagram (reset when the socket runs dry).
+    single_streak: u8,
     /// The last refill's final system call read fewer datagrams than it could take: the socket
     /// was empty right after it.
     emptied_socket: bool,
 }
+
+/// Single reads in a row that found a datagram before batching starts.
+const STREAK_TO_BATCH: u8 = 2;
 
 impl Batch {
     /// Allocate the buffers. `use_recvmmsg == false` forces one `recvfrom` per system call.
@@ -90,6 +104,8 @@ impl Batch {
             head: 0,
             len: 0,
             use_recvmmsg,
+            bursty: false,
+            single_streak: 0,
             emptied_socket: false,
         }
     }
@@ -139,16 +155,19 @@ impl Batch {
         self.emptied_socket = false;
         let mut rounds = 0;
         let mut icmp_skips = 0;
-        let capacity = if self.uses_recvmmsg() { BATCH } else { 1 };
         while rounds < MAX_ROUNDS && self.len == 0 {
             match self.read_once(fd, stats) {
-                Ok(0) => break,
-                Ok(read) => {
+                Ok((0, _)) => break,
+                Ok((read, asked)) => {
                     rounds += 1;
-                    self.emptied_socket = read < capacity;
+                    self.emptied_socket = read < asked;
+                    self.learn(read, asked);
                 }
                 Err(e) if oserr::is_interrupted(&e) => {}
-                Err(e) if oserr::is_would_block(&e) => break,
+                Err(e) if oserr::is_would_block(&e) => {
+                    self.single_streak = 0;
+                    break;
+                }
                 Err(e) if oserr::is_stale_icmp(&e) => {
                     stats.icmp_errors_ignored += 1;
                     icmp_skips += 1;
@@ -162,19 +181,34 @@ impl Batch {
         Ok(self.len)
     }
 
-    /// One system call; returns the number of datagrams read (queued or dropped).
-    fn read_once(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<usize> {
+    /// Adapt the next read to what this one found: `read` datagrams of `asked`.
+    fn learn(&mut self, read: usize, asked: usize) {
+        if asked > 1 {
+            self.bursty = read > 1;
+            self.single_streak = 0;
+        } else {
+            self.single_streak = self.single_streak.saturating_add(1);
+            if self.single_streak >= STREAK_TO_BATCH {
+                self.bursty = true;
+                self.single_streak = 0;
+            }
+        }
+    }
+
+    /// One system call; returns the number of datagrams read (queued or dropped) and how many
+    /// it could have read.
+    fn read_once(&mut self, fd: RawFd, stats: &mut Stats) -> io::Result<(usize, usize)> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if self.use_recvmmsg && !RECVMMSG_MISSING.load(Ordering::Relaxed) {
+        if self.bursty && self.uses_recvmmsg() {
             match self.read_many(fd, stats) {
                 Err(e) if oserr::is_unsupported_call(&e) => {
                     RECVMMSG_MISSING.store(true, Ordering::Relaxed);
                     self.use_recvmmsg = false;
                 }
-                other => return other,
+                other => return other.map(|read| (read, BATCH)),
             }
         }
-        self.read_single(fd, stats)
+        self.read_single(fd, stats).map(|read| (read, 1))
     }
 
     /// Whether the last refill left the socket empty (its last `recvmmsg` read fewer datagrams
@@ -183,7 +217,8 @@ impl Batch {
         self.emptied_socket
     }
 
-    /// Whether this queue still fills with `recvmmsg` (false after the ENOSYS step-down).
+    /// Whether this queue may fill with `recvmmsg` when datagrams come in bursts (false after the
+    /// ENOSYS step-down or with `recvmmsg=0`).
     pub fn uses_recvmmsg(&self) -> bool {
         cfg!(any(target_os = "linux", target_os = "android"))
             && self.use_recvmmsg
@@ -368,6 +403,74 @@ mod tests {
         assert_eq!(stats.dropped_oversize, 1);
         assert_eq!(stats.dropped_zero_length, 1);
         assert!(batch.refill(rx.as_raw_fd(), &mut stats).unwrap() == 0);
+    }
+
+    #[test]
+    fn reads_switch_to_batches_after_two_singles_and_back_after_a_lone_datagram() {
+        let mut batch = Batch::new(true);
+        assert!(!batch.bursty, "a new socket starts with single reads");
+        batch.learn(1, 1);
+        assert!(!batch.bursty, "one datagram is not a burst");
+        batch.learn(1, 1);
+        assert!(batch.bursty, "a second datagram right behind it is");
+        batch.learn(5, BATCH);
+        assert!(batch.bursty, "a batch of several keeps batching");
+        batch.learn(1, BATCH);
+        assert!(
+            !batch.bursty,
+            "a batch that found one datagram goes back to single reads"
+        );
+        batch.learn(1, 1);
+        assert!(!batch.bursty, "the streak starts again from zero");
+    }
+
+    #[test]
+    fn a_lone_datagram_costs_one_read_and_a_burst_is_read_in_batches() {
+        let (rx, tx) = pair();
+        let fd = rx.as_raw_fd();
+        let mut stats = Stats::default();
+        let mut batch = Batch::new(true);
+        tx.send(&[1]).unwrap();
+        wait_readable(&rx);
+        assert_eq!(batch.refill(fd, &mut stats).unwrap(), 1);
+        assert!(
+            !batch.emptied_socket(),
+            "a single read cannot know the socket is dry"
+        );
+        assert!(batch.pop().is_some());
+        assert_eq!(batch.refill(fd, &mut stats).unwrap(), 0);
+        assert_eq!(
+            stats.receive_syscalls, 2,
+            "one recvfrom, one that found nothing"
+        );
+        assert!(!batch.bursty);
+
+        const BURST: usize = 20;
+        for i in 0..BURST as u8 {
+            tx.send(&[i + 1]).unwrap();
+        }
+        wait_readable(&rx);
+        // Loopback delivers inside `send`; give a deferred softirq time to catch up anyway.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let before = stats.receive_syscalls;
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            batch.refill(fd, &mut stats).unwrap();
+            while let Some((_, data)) = batch.pop() {
+                got.push(data[0]);
+            }
+            if got.len() == BURST {
+                break;
+            }
+            wait_readable(&rx);
+        }
+        let expected: Vec<u8> = (1..=BURST as u8).collect();
+        assert_eq!(got, expected, "every datagram, in order");
+        let reads = stats.receive_syscalls - before;
+        assert!(
+            reads < BURST as u64 / 2,
+            "{reads} system calls for {BURST} waiting datagrams: the burst was not batched"
+        );
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub struct Options {
     pub rcvbuf: Option<usize>,
     /// SO_SNDBUF in bytes (`sndbuf`), `None` keeps the system default.
     pub sndbuf: Option<usize>,
-    /// `recvmmsg=0|1` (default 1): `0` receives one datagram per system call. Diagnostic switch
-    /// for kernels or sandboxes with a broken `recvmmsg`.
+    /// `recvmmsg=0|1` (default 1): `1` reads bursts of datagrams with one `recvmmsg` (single
+    /// datagrams still with `recvfrom`, see `batch.rs`); `0` reads one datagram per system call
+    /// always. Diagnostic switch for kernels or sandboxes with a broken `recvmmsg`.
     pub recvmmsg: bool,
 }
 
