@@ -11,6 +11,8 @@
 
 use std::fmt;
 
+use crate::server::text_fields::{self, printable, OS_MARK};
+
 /// Reply: the join was accepted and the server is listed.
 pub const JOIN_ACCEPTED: &str = "join accepted";
 /// Reply: the list already holds as many servers as configured.
@@ -33,7 +35,7 @@ pub const END_OF_LIST: &str = "end of list";
 pub const REMOVE_ME: &str = "remove me";
 
 /// Longest server name, in bytes (the design: "31 character string").
-pub const MAX_NAME_LEN: usize = 31;
+pub const MAX_NAME_LEN: usize = text_fields::MAX_NAME_LEN;
 /// Longest OS name, in bytes (the design: "31 character string").
 pub const MAX_OS_LEN: usize = 31;
 /// Longest URL, in bytes (the design: "127 character string").
@@ -46,7 +48,6 @@ pub const PROTOCOL_MAJOR: u16 = 1;
 /// Sent as the protocol version by the registration client.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
-const OS_MARK: &str = " os: ";
 const MAXPLAYERS_MARK: &str = " maxplayers: ";
 const URL_MARK: &str = " url: ";
 
@@ -202,7 +203,8 @@ fn parse_players(rest: &str) -> Result<MasterRequest, RequestError> {
 fn parse_join(rest: &str) -> Result<JoinRequest, RequestError> {
     let rest = rest.trim_start_matches(' ');
     let version_end = rest.find(' ').unwrap_or(rest.len());
-    let (major, minor) = parse_version(&rest[..version_end])?;
+    let (major, minor) =
+        text_fields::parse_version(&rest[..version_end]).ok_or(RequestError::BadVersion)?;
     // Another major version is answered as such, whatever follows it.
     if major != PROTOCOL_MAJOR {
         return Err(RequestError::Incompatible { major, minor });
@@ -288,38 +290,15 @@ fn set_once<T>(slot: &mut Option<T>, value: T) -> Result<(), RequestError> {
     Ok(())
 }
 
-/// `X.Y` with 1-4 digits each.
-fn parse_version(text: &str) -> Result<(u16, u16), RequestError> {
-    let (major, minor) = text.split_once('.').ok_or(RequestError::BadVersion)?;
-    match (parse_digits::<u16>(major), parse_digits::<u16>(minor)) {
-        (Some(a), Some(b)) if major.len() <= 4 && minor.len() <= 4 => Ok((a, b)),
-        _ => Err(RequestError::BadVersion),
-    }
-}
-
-/// A decimal number of 1-5 ASCII digits (no sign, no spaces) that fits `T`.
+/// A decimal number of 1-5 ASCII digits (no sign, no spaces) that fits `T`: every number of
+/// this protocol (ports, player counts) is a u16.
 pub(crate) fn parse_digits<T: std::str::FromStr>(text: &str) -> Option<T> {
-    if text.is_empty() || text.len() > 5 || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-/// 1..=max bytes of printable ASCII (space to '~') after trimming spaces.
-fn printable(text: &str, max: usize) -> Option<String> {
-    let text = text.trim_matches(' ');
-    let ok =
-        !text.is_empty() && text.len() <= max && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
-    ok.then(|| text.to_string())
+    text_fields::parse_digits(text, 5)
 }
 
 /// A server name: 1-31 printable ASCII bytes, not containing " os: ".
 pub fn validate_name(name: &str) -> Result<String, RequestError> {
-    let name = printable(name, MAX_NAME_LEN).ok_or(RequestError::BadName)?;
-    if name.contains(OS_MARK) {
-        return Err(RequestError::BadName);
-    }
-    Ok(name)
+    text_fields::name(name).ok_or(RequestError::BadName)
 }
 
 /// An OS name: 1-31 printable ASCII bytes, not containing " url: " (it could not be listed).

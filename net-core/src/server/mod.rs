@@ -4,6 +4,7 @@
 //! Sans-IO parts, testable with virtual time:
 //! - [`lines`]: framing a TCP byte stream into bounded lines;
 //! - [`text_protocol`]: parsing client lines, formatting the server's lines (the exact strings);
+//! - [`text_fields`]: the field parsers (numbers, versions, names) both text protocols share;
 //! - [`slots`]: [`SlotServerCore`], the TCP-side state machine (slots, replies, list updates,
 //!   limits and timeouts) shared by the slotserver and the gameserver;
 //! - [`bans`]: the ban list (addresses and networks) and its file;
@@ -33,6 +34,7 @@ pub mod rate;
 pub mod runtime;
 pub mod slots;
 pub mod text_core;
+pub mod text_fields;
 pub mod text_protocol;
 pub mod utc;
 

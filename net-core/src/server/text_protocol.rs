@@ -12,8 +12,8 @@
 use std::fmt;
 use std::net::IpAddr;
 
-/// Longest player or OS name, in bytes (the design: "31 character string").
-pub const MAX_NAME_LEN: usize = 31;
+pub use super::text_fields::MAX_NAME_LEN;
+use super::text_fields::{self, parse_digits, OS_MARK};
 
 /// The UDP port a client uses when its join does not say (design section 2.4.1).
 pub const DEFAULT_CLIENT_PORT: u16 = 6526;
@@ -106,7 +106,6 @@ impl fmt::Display for LineError {
 
 const JOIN_PREFIX: &str = "version:";
 const JOIN_ME: &str = "join me:";
-const OS_MARK: &str = " os: ";
 const PORT_MARK: &str = " port: ";
 const TOKEN_MARK: &str = " token: ";
 const NEW_NAME_PREFIX: &str = "my new name:";
@@ -130,7 +129,8 @@ pub fn parse_client_line(line: &str) -> Result<ClientLine, LineError> {
 fn parse_join(rest: &str) -> Result<ClientLine, LineError> {
     let rest = rest.trim_start_matches(' ');
     let version_end = rest.find(' ').unwrap_or(rest.len());
-    let (major, minor) = parse_version(&rest[..version_end])?;
+    let (major, minor) =
+        text_fields::parse_version(&rest[..version_end]).ok_or(LineError::BadVersion)?;
     // A version this server does not speak is answered as such, whatever follows it.
     if major != PROTOCOL_MAJOR {
         return Err(LineError::Incompatible { major, minor });
@@ -145,7 +145,7 @@ fn parse_join(rest: &str) -> Result<ClientLine, LineError> {
     };
     let name = validate_name(name)?;
     let (os, port, token) = split_extensions(tail)?;
-    let os = validate_text(os).ok_or(LineError::BadOs)?;
+    let os = text_fields::printable(os, MAX_NAME_LEN).ok_or(LineError::BadOs)?;
     Ok(ClientLine::Join {
         version_major: major,
         version_minor: minor,
@@ -154,23 +154,6 @@ fn parse_join(rest: &str) -> Result<ClientLine, LineError> {
         port,
         token,
     })
-}
-
-/// `X.Y` with 1-4 digits each.
-fn parse_version(text: &str) -> Result<(u16, u16), LineError> {
-    let (major, minor) = text.split_once('.').ok_or(LineError::BadVersion)?;
-    Ok((
-        parse_digits(major, 4).ok_or(LineError::BadVersion)?,
-        parse_digits(minor, 4).ok_or(LineError::BadVersion)?,
-    ))
-}
-
-/// A decimal number of 1..=max_digits ASCII digits (no sign, no spaces) that fits `T`.
-fn parse_digits<T: std::str::FromStr>(text: &str, max_digits: usize) -> Option<T> {
-    if text.is_empty() || text.len() > max_digits || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 /// Split `OS[ port: P][ token: T]` into its parts.
@@ -205,20 +188,7 @@ fn split_extensions(tail: &str) -> Result<(&str, Option<u16>, Option<u32>), Line
 /// Check a player name (surrounding spaces removed): 1-31 bytes of printable ASCII, and not
 /// containing " os: " (it could not be sent in a join line).
 pub fn validate_name(name: &str) -> Result<String, LineError> {
-    let name = validate_text(name).ok_or(LineError::BadName)?;
-    if name.contains(OS_MARK) {
-        return Err(LineError::BadName);
-    }
-    Ok(name)
-}
-
-/// Trim spaces; 1-31 bytes of printable ASCII (space to '~').
-fn validate_text(text: &str) -> Option<String> {
-    let text = text.trim_matches(' ');
-    let ok = !text.is_empty()
-        && text.len() <= MAX_NAME_LEN
-        && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
-    ok.then(|| text.to_string())
+    text_fields::name(name).ok_or(LineError::BadName)
 }
 
 /// What an extended client is told about the server in its accepted line.
