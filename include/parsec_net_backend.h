@@ -119,7 +119,8 @@ typedef struct NET_BackendOpenParams {
 } NET_BackendOpenParams;
 
 /**
- * The function table a backend returns. Every function pointer must be non-NULL.
+ * The function table a backend returns. Every function pointer of version 1 (up to
+ * `bound_port`) must be non-NULL; the ones appended later may be NULL.
  *
  * Calls into one backend are serialized by the core; a backend need not be thread-safe.
  */
@@ -201,6 +202,14 @@ typedef struct NET_BackendVTable {
    * or < 0 on error. The core reopens this port when a switch away fails.
    */
   int32_t (*bound_port)(void *socket);
+  /**
+   * Appended to version 1 (present when `size` covers it; may be NULL): why the calling
+   * thread's most recent `node_parse` failed, as one NUL-terminated line written into `out`
+   * (capacity `out_len`), e.g. "port 99999 is not 1-65535". Returns the line's length, 0 if
+   * that parse succeeded or there was none, < 0 on a bad argument. The core calls it right
+   * after a failed `node_parse`, on the same thread, to tell the user more than the code.
+   */
+  int32_t (*node_parse_error)(char *out, size_t out_len);
 } NET_BackendVTable;
 
 /**

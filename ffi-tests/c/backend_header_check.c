@@ -12,7 +12,8 @@ NET_BACKEND_EXPORT const NET_BackendVTable *parsec_net_backend_entry(uint32_t co
     static const NET_BackendVTable table = {NET_BACKEND_ABI_VERSION, sizeof(NET_BackendVTable),
                                             "check", 1, NET_BACKEND_CAP_BROADCAST,
                                             NULL, NULL, NULL, NULL, NULL, NULL,
-                                            NULL, NULL, NULL, NULL, NULL, NULL};
+                                            NULL, NULL, NULL, NULL, NULL, NULL,
+                                            NULL};
     NET_Node node = {{0}};
     NET_BackendOpenParams params = {sizeof(NET_BackendOpenParams), 0, 0, ""};
     NET_BackendEntryFn self = parsec_net_backend_entry;

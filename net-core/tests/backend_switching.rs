@@ -211,3 +211,33 @@ fn node_text_round_trips_and_bad_text_is_counted() {
     }
     assert_eq!(a.input_errors().node_texts, 4);
 }
+
+#[test]
+fn a_refused_node_text_says_what_the_backend_found_wrong() {
+    let mut a = loopback_instance();
+    let err = a.resolve_node("1.2.3.4:99999").unwrap_err();
+    assert_eq!(err.code, ErrorCode::Parse);
+    assert_eq!(
+        err.message,
+        "'1.2.3.4:99999' is not an address for the udp backend: port 99999 is out of range 1-65535"
+    );
+    let reply = a.console_exec("connect 1.2.3.4:0", Instant::now());
+    assert_eq!(reply.result.map_err(|e| e.code), Err(ErrorCode::Parse));
+    assert!(
+        reply.output.starts_with(
+            "connect: '1.2.3.4:0' is not an address for the udp backend: \
+             port 0 cannot be addressed; usage: connect"
+        ),
+        "{}",
+        reply.output
+    );
+    // A good text afterwards parses, and the next failure explains itself afresh.
+    assert!(a.resolve_node("127.0.0.1:7001").is_ok());
+    let err = a.resolve_node("bad host!").unwrap_err();
+    assert!(
+        err.message
+            .ends_with("\"bad host!\" is neither an IP address nor a host name"),
+        "{}",
+        err.message
+    );
+}

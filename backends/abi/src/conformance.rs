@@ -9,7 +9,9 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
 
-use crate::{NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_ERR_INVALID};
+use crate::{
+    NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_ERR_INVALID, NET_BACKEND_OK,
+};
 
 const INVALID: i32 = NET_BACKEND_ERR_INVALID;
 
@@ -93,8 +95,60 @@ pub fn functions_without_a_socket_reject_null(
         let parse = t.node_parse.unwrap();
         assert_eq!(parse(null(), 5, &mut n), INVALID);
         assert_eq!(parse(good.as_ptr(), 5, null_mut()), INVALID);
+
+        if let Some(explain) = t.node_parse_error {
+            assert_eq!(explain(null_mut(), tl), INVALID);
+            assert_eq!(explain(tp, 0), INVALID);
+        }
     }
     assert_eq!(n, node, "no function wrote a node while refusing");
+}
+
+/// `node_parse_error` (which this backend must have) explains a refused `bad_text` with a line
+/// containing `needle`, returning the line's length, and answers 0 with an empty line after
+/// `good_text` parses. Both are parsed with default port 5.
+pub fn refused_node_text_is_explained(
+    vtable: &NET_BackendVTable,
+    bad_text: &str,
+    needle: &str,
+    good_text: &str,
+) {
+    let name = name_of(vtable);
+    let explain = vtable
+        .node_parse_error
+        .unwrap_or_else(|| panic!("{name}: the vtable has no node_parse_error"));
+    let parse = vtable.node_parse.unwrap();
+    let mut node = NET_Node::default();
+    let mut text = [0 as c_char; 160];
+    let (tp, tl) = (text.as_mut_ptr(), text.len());
+    let bad = CString::new(bad_text).expect("text without NUL");
+    let good = CString::new(good_text).expect("text without NUL");
+    // SAFETY: valid pointers and buffer sizes throughout.
+    unsafe {
+        assert!(
+            parse(bad.as_ptr(), 5, &mut node) < 0,
+            "{name}: {bad_text:?} parsed"
+        );
+        let len = explain(tp, tl);
+        let why = c_text(&text);
+        assert!(
+            why.contains(needle),
+            "{name}: {bad_text:?} explained as {why:?}, without {needle:?}"
+        );
+        assert_eq!(len as usize, why.len(), "{name}: returned length");
+        assert!(!why.contains('\n'), "{name}: more than one line: {why:?}");
+        assert_eq!(
+            parse(good.as_ptr(), 5, &mut node),
+            NET_BACKEND_OK,
+            "{good_text:?}"
+        );
+        assert_eq!(
+            explain(tp, tl),
+            0,
+            "{name}: an explanation after a successful parse"
+        );
+        assert_eq!(c_text(&text), "");
+    }
 }
 
 /// Every socket function refuses NULL in each pointer argument, and a zero-length buffer, on the

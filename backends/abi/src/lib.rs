@@ -74,7 +74,8 @@ pub struct NET_BackendOpenParams {
     pub options: *const c_char,
 }
 
-/// The function table a backend returns. Every function pointer must be non-NULL.
+/// The function table a backend returns. Every function pointer of version 1 (up to
+/// `bound_port`) must be non-NULL; the ones appended later may be NULL.
 ///
 /// Calls into one backend are serialized by the core; a backend need not be thread-safe.
 #[repr(C)]
@@ -153,10 +154,37 @@ pub struct NET_BackendVTable {
     /// The port (or IPX socket number) the socket is actually bound to (what port 0 became),
     /// or < 0 on error. The core reopens this port when a switch away fails.
     pub bound_port: Option<unsafe extern "C" fn(socket: *mut c_void) -> i32>,
+    /// Appended to version 1 (present when `size` covers it; may be NULL): why the calling
+    /// thread's most recent `node_parse` failed, as one NUL-terminated line written into `out`
+    /// (capacity `out_len`), e.g. "port 99999 is not 1-65535". Returns the line's length, 0 if
+    /// that parse succeeded or there was none, < 0 on a bad argument. The core calls it right
+    /// after a failed `node_parse`, on the same thread, to tell the user more than the code.
+    pub node_parse_error: Option<unsafe extern "C" fn(out: *mut c_char, out_len: usize) -> i32>,
 }
 
-/// Size of the first (version 1) vtable: the smallest table the core accepts.
-pub const NET_BACKEND_VTABLE_V1_SIZE: usize = std::mem::size_of::<NET_BackendVTable>();
+/// Size of the first (version 1) vtable: the smallest table the core accepts. Fields after it
+/// were appended later; a table whose `size` ends before a field does not have it.
+pub const NET_BACKEND_VTABLE_V1_SIZE: usize =
+    std::mem::offset_of!(NET_BackendVTable, node_parse_error);
+
+/// Copy a backend's vtable, reading no more than the `size` it declares (at most this crate's
+/// `sizeof(NET_BackendVTable)`); fields the backend's table does not have stay NULL.
+///
+/// # Safety
+/// `table` must be non-NULL and readable for its first 8 bytes and then for as many bytes as
+/// its `size` field declares (a backend's static vtable).
+pub unsafe fn read_vtable(table: *const NET_BackendVTable) -> NET_BackendVTable {
+    // SAFETY: the caller guarantees the 8-byte prefix is readable.
+    let declared = unsafe { table.cast::<u32>().add(1).read_unaligned() } as usize;
+    let len = declared.min(std::mem::size_of::<NET_BackendVTable>());
+    let mut copy = std::mem::MaybeUninit::<NET_BackendVTable>::zeroed();
+    // SAFETY: `len` bytes are readable at `table` (the caller's guarantee, capped by our size)
+    // and writable in `copy`; an all-zero vtable is valid (integers, NULL pointers, `None`s).
+    unsafe {
+        std::ptr::copy_nonoverlapping(table.cast::<u8>(), copy.as_mut_ptr().cast::<u8>(), len);
+        copy.assume_init()
+    }
+}
 
 // SAFETY: the vtable holds only function pointers and a pointer to a static string.
 unsafe impl Sync for NET_BackendVTable {}
@@ -176,3 +204,53 @@ pub mod conformance;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod vtable_socket;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn explain(_out: *mut c_char, _out_len: usize) -> i32 {
+        0
+    }
+
+    fn table(size: usize) -> NET_BackendVTable {
+        let mut table = shim::vtable::<shim::tests::LoopBackend<false>>();
+        table.size = size as u32;
+        table.node_parse_error = Some(explain);
+        table
+    }
+
+    #[test]
+    fn a_version_1_table_has_none_of_the_appended_functions() {
+        let v1 = table(NET_BACKEND_VTABLE_V1_SIZE);
+        // SAFETY: a complete table, of which only the declared size is read.
+        let copy = unsafe { read_vtable(&v1) };
+        assert!(
+            copy.node_parse_error.is_none(),
+            "read beyond the declared size"
+        );
+        assert!(copy.bound_port.is_some() && copy.open.is_some());
+        assert_eq!(copy.size as usize, NET_BACKEND_VTABLE_V1_SIZE);
+    }
+
+    #[test]
+    fn a_current_or_larger_table_is_read_up_to_this_crates_size() {
+        for size in [
+            size_of::<NET_BackendVTable>(),
+            size_of::<NET_BackendVTable>() + 64,
+        ] {
+            let t = table(size);
+            // SAFETY: for the larger size only this crate's size is read, which `t` covers.
+            let copy = unsafe { read_vtable(&t) };
+            assert!(copy.node_parse_error.is_some(), "size {size}");
+        }
+    }
+
+    #[test]
+    fn version_1_ends_where_the_first_appended_field_starts() {
+        assert_eq!(
+            NET_BACKEND_VTABLE_V1_SIZE,
+            std::mem::offset_of!(NET_BackendVTable, bound_port) + size_of::<usize>()
+        );
+    }
+}

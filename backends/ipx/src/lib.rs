@@ -38,8 +38,8 @@ mod stats;
 use std::cmp::Ordering;
 use std::ffi::CStr;
 
-use parsec_backend_abi::shim::Backend;
-use parsec_backend_abi::{NET_Node, NET_BACKEND_CAP_BROADCAST, NET_BACKEND_ERR_INVALID};
+use parsec_backend_abi::shim::{Backend, BackendError};
+use parsec_backend_abi::{NET_Node, NET_BACKEND_CAP_BROADCAST};
 
 pub use frame::MAX_PAYLOAD;
 pub use node::{IpxAddr, BROADCAST_MAC, DEFAULT_SOCKET};
@@ -68,8 +68,8 @@ impl Backend for Ipx {
         node::print(node)
     }
 
-    fn node_parse(text: &str, default_socket: u16) -> Result<NET_Node, i32> {
-        node::parse(text, default_socket).map_err(|_| NET_BACKEND_ERR_INVALID)
+    fn node_parse(text: &str, default_socket: u16) -> Result<NET_Node, BackendError> {
+        node::parse(text, default_socket).map_err(BackendError::invalid)
     }
 }
 

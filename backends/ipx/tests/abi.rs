@@ -138,6 +138,21 @@ fn unsupported_system_says_so() {
 }
 
 #[test]
+fn a_refused_node_text_is_explained() {
+    let good = "00000000:021A0000000A:869C";
+    for (bad, why) in [
+        ("12:34", "network \"12\" is not 8 hexadecimal digits"),
+        (
+            "00000000:021A0000000A:0000",
+            "socket 0000 cannot be addressed",
+        ),
+        ("12:34:56:78", "is not an IPX address"),
+    ] {
+        conformance::refused_node_text_is_explained(vt(), bad, why, good);
+    }
+}
+
+#[test]
 fn functions_without_a_socket_reject_null() {
     let n = node("00000000:021A0000000A:869C");
     conformance::functions_without_a_socket_reject_null(vt(), n, "00000000:021A0000000A:869C");

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use parsec_backend_abi::{
-    NET_BackendEntryFn, NET_BackendOpenParams, NET_BackendVTable, NET_Node,
+    read_vtable, NET_BackendEntryFn, NET_BackendOpenParams, NET_BackendVTable, NET_Node,
     NET_BACKEND_ABI_VERSION, NET_BACKEND_ENTRY_SYMBOL, NET_BACKEND_VTABLE_V1_SIZE,
 };
 
@@ -59,8 +59,10 @@ pub type LocalFn =
 pub type LastErrorFn =
     unsafe extern "C" fn(socket: *mut c_void, out: *mut c_char, out_len: usize) -> i32;
 pub type BoundPortFn = unsafe extern "C" fn(socket: *mut c_void) -> i32;
+pub type ParseErrorFn = unsafe extern "C" fn(out: *mut c_char, out_len: usize) -> i32;
 
-/// The inner backend's functions, every one known to be present.
+/// The inner backend's functions: those of version 1 known to be present, the appended ones
+/// `None` where the inner backend's table does not have them.
 #[derive(Clone, Copy, Debug)]
 pub struct Functions {
     pub open: OpenFn,
@@ -75,6 +77,7 @@ pub struct Functions {
     pub local_node: LocalFn,
     pub last_error: LastErrorFn,
     pub bound_port: BoundPortFn,
+    pub node_parse_error: Option<ParseErrorFn>,
 }
 
 /// A loaded and validated inner backend; lives (with its library) until the process ends.
@@ -311,8 +314,8 @@ unsafe fn validate(
              backend ABI version {version} requires"
         ));
     }
-    // SAFETY: the declared size covers the whole version-1 table.
-    let table = unsafe { table.read_unaligned() };
+    // SAFETY: the declared size covers the whole version-1 table; no more than it is read.
+    let table = unsafe { read_vtable(table) };
     let name = if table.name.is_null() {
         None
     } else {
@@ -355,6 +358,7 @@ unsafe fn validate(
         local_node: table.local_node.ok_or_else(|| missing("local_node"))?,
         last_error: table.last_error.ok_or_else(|| missing("last_error"))?,
         bound_port: table.bound_port.ok_or_else(|| missing("bound_port"))?,
+        node_parse_error: table.node_parse_error,
     };
     Ok(Inner {
         name,
@@ -451,6 +455,7 @@ mod tests {
             local_node: None,
             last_error: None,
             bound_port: None,
+            node_parse_error: None,
         };
         let check = |table: NET_BackendVTable| {
             // SAFETY: `table` is a complete local vtable.

@@ -148,6 +148,7 @@ fn build_vtable(inner: &inner::Inner) -> NET_BackendVTable {
         local_node: Some(trace_local_node),
         last_error: Some(trace_last_error),
         bound_port: Some(trace_bound_port),
+        node_parse_error: Some(trace_node_parse_error),
     }
 }
 
@@ -336,6 +337,23 @@ unsafe extern "C" fn trace_node_parse(
     }
     // SAFETY: `text` is a non-NULL NUL-terminated string and `out` a writable node.
     with_default_inner(|f| unsafe { (f.node_parse)(text, default_port, out) })
+}
+
+/// The inner backend's explanation of the failed parse just forwarded to it ("" when it has
+/// none to give).
+unsafe extern "C" fn trace_node_parse_error(out: *mut c_char, out_len: usize) -> i32 {
+    if out.is_null() || out_len == 0 {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    with_default_inner(|f| match f.node_parse_error {
+        // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
+        Some(explain) => unsafe { explain(out, out_len) },
+        None => {
+            // SAFETY: as above; `out_len` is at least 1.
+            unsafe { out.write(0) };
+            0
+        }
+    })
 }
 
 unsafe extern "C" fn trace_broadcast_node(

@@ -67,3 +67,13 @@ fn parse_print_and_compare_give_the_inner_backends_answers() {
     );
     assert_ne!(compare(traced(), &a, &b), 0);
 }
+
+#[test]
+fn a_refused_node_text_is_explained_by_the_inner_backend() {
+    parsec_backend_abi::conformance::refused_node_text_is_explained(
+        traced(),
+        "127.0.0.1:99999",
+        "port 99999 is out of range 1-65535",
+        "127.0.0.1:5",
+    );
+}

@@ -25,10 +25,8 @@ mod stats;
 use std::cmp::Ordering;
 use std::ffi::CStr;
 
-use parsec_backend_abi::shim::{Backend, BackendSocket};
-use parsec_backend_abi::{
-    NET_Node, NET_BACKEND_CAP_BROADCAST, NET_BACKEND_CAP_CLIENT_SERVER, NET_BACKEND_ERR_INVALID,
-};
+use parsec_backend_abi::shim::{Backend, BackendError, BackendSocket};
+use parsec_backend_abi::{NET_Node, NET_BACKEND_CAP_BROADCAST, NET_BACKEND_CAP_CLIENT_SERVER};
 
 pub use bind::OpenError;
 pub use socket::UdpSocket;
@@ -59,8 +57,8 @@ impl Backend for Udp {
         node::print(node)
     }
 
-    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, i32> {
-        node::parse(text, default_port).map_err(|_| NET_BACKEND_ERR_INVALID)
+    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, BackendError> {
+        node::parse(text, default_port).map_err(BackendError::invalid)
     }
 }
 

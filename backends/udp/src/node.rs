@@ -247,17 +247,20 @@ pub fn parse(text: &str, default_port: u16) -> Result<NET_Node, String> {
         SocketAddr::V6(SocketAddrV6::new(ip, with_port(None)?, 0, scope))
     } else {
         let (host, port) = match text.split_once(':') {
-            Some((h, p)) => (h, with_port(Some(p))?),
-            None => (text, with_port(None)?),
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
         };
-        if let Ok(ip) = host.parse::<Ipv4Addr>() {
-            SocketAddr::V4(SocketAddrV4::new(ip, port))
-        } else if is_host_name(host) {
-            resolve(host, port)?
-        } else {
+        // The host is judged before the port, so the first thing wrong is the one reported.
+        let ip = host.parse::<Ipv4Addr>().ok();
+        if ip.is_none() && !is_host_name(host) {
             return Err(format!(
                 "\"{host}\" is neither an IP address nor a host name"
             ));
+        }
+        let port = with_port(port)?;
+        match ip {
+            Some(ip) => SocketAddr::V4(SocketAddrV4::new(ip, port)),
+            None => resolve(host, port)?,
         }
     };
     // Canonical form: a v4-mapped address is IPv4 and loses any scope id.

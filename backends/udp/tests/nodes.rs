@@ -238,3 +238,17 @@ fn compare_is_a_total_order() {
     assert_eq!(compare(&node("[fe80::1%2]:1"), &node("[fe80::1%1]:2")), -1);
     assert_eq!(compare(&node("[fe80::1%1]:1"), &node("[fe80::1%2]:1")), -1);
 }
+
+#[test]
+fn a_refused_node_text_is_explained() {
+    let t = vt();
+    let good = "127.0.0.1:5";
+    for (bad, why) in [
+        ("127.0.0.1:99999", "port 99999 is out of range 1-65535"),
+        ("127.0.0.1:0", "port 0 cannot be addressed"),
+        ("not an address!!", "neither an IP address nor a host name"),
+        ("[::1", "missing ']'"),
+    ] {
+        parsec_backend_abi::conformance::refused_node_text_is_explained(t, bad, why, good);
+    }
+}

@@ -23,7 +23,8 @@ pub enum BackendOrigin {
     InProcess,
 }
 
-/// The function pointers of a backend, all checked to be present.
+/// The function pointers of a backend: those of version 1 checked to be present, the appended
+/// ones `None` where the backend's table does not have them.
 #[derive(Clone, Copy)]
 struct Functions {
     open: unsafe extern "C" fn(
@@ -43,6 +44,7 @@ struct Functions {
     local_node: unsafe extern "C" fn(*mut c_void, *const NET_Node, *mut NET_Node) -> i32,
     last_error: unsafe extern "C" fn(*mut c_void, *mut c_char, usize) -> i32,
     bound_port: unsafe extern "C" fn(*mut c_void) -> i32,
+    node_parse_error: Option<unsafe extern "C" fn(*mut c_char, usize) -> i32>,
 }
 
 /// A backend whose vtable passed validation.
@@ -101,7 +103,8 @@ impl Backend {
                 abi::NET_BACKEND_VTABLE_V1_SIZE
             )));
         }
-        let table: NET_BackendVTable = table.read_unaligned();
+        // No more than the declared size is read; fields beyond it stay NULL.
+        let table: NET_BackendVTable = abi::read_vtable(table);
         let name = if table.name.is_null() {
             return Err(load_error(format!("{label} vtable has no name")));
         } else {
@@ -149,6 +152,7 @@ impl Backend {
             local_node: required!(local_node),
             last_error: required!(last_error),
             bound_port: required!(bound_port),
+            node_parse_error: table.node_parse_error,
         };
         Ok(Arc::new(Backend {
             name,
@@ -226,12 +230,40 @@ impl Backend {
         // SAFETY: c_text is NUL-terminated, node is a valid out pointer.
         let rc = unsafe { (self.functions.node_parse)(c_text.as_ptr(), default_port, &mut node) };
         if rc != abi::NET_BACKEND_OK {
-            return Err(NetError::new(
-                ErrorCode::Parse,
-                format!("'{}' is not a {} address", text.escape_debug(), self.name),
-            ));
+            let mut message = format!(
+                "'{}' is not an address for the {} backend",
+                text.escape_debug(),
+                self.name
+            );
+            if let Some(why) = self.parse_error_text() {
+                message.push_str(": ");
+                message.push_str(&why);
+            }
+            return Err(NetError::new(ErrorCode::Parse, message));
         }
         Ok(node)
+    }
+
+    /// The backend's explanation of the `node_parse` that just failed on this thread, if its
+    /// vtable has `node_parse_error` and it has one to give.
+    fn parse_error_text(&self) -> Option<String> {
+        let explain = self.functions.node_parse_error?;
+        let mut buf = [0 as c_char; 160];
+        // SAFETY: a valid buffer of buf.len() bytes; the backend writes at most that many.
+        let rc = unsafe { explain(buf.as_mut_ptr(), buf.len()) };
+        if rc <= 0 {
+            return None;
+        }
+        // The backend's NUL terminator is trusted only within the buffer.
+        buf[buf.len() - 1] = 0;
+        // SAFETY: the buffer is NUL-terminated (just ensured).
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+        let line: String = text
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let line = line.trim();
+        (!line.is_empty()).then(|| line.to_string())
     }
 
     /// Print a node as text.

@@ -52,6 +52,7 @@ pub const fn vtable<B: Backend>() -> NET_BackendVTable {
         local_node: Some(local_node::<B>),
         last_error: Some(last_error::<B>),
         bound_port: Some(bound_port::<B>),
+        node_parse_error: Some(node_parse_error),
     }
 }
 
@@ -249,14 +250,52 @@ unsafe extern "C" fn node_parse<B: Backend>(
 ) -> i32 {
     guard(NET_BACKEND_ERR_IO, || {
         if text.is_null() || out.is_null() {
+            keep_parse_error("the text or the output node is NULL");
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: `text` is non-NULL and NUL-terminated per the ABI.
         let Some(text) = (unsafe { read_c_str(text) }) else {
+            keep_parse_error("the text is not UTF-8");
             return NET_BACKEND_ERR_INVALID;
         };
+        // Stays if the backend panics (the guard answers NET_BACKEND_ERR_IO).
+        keep_parse_error("the backend failed while parsing the text");
+        let result = B::node_parse(text, default_port).map_err(|err| {
+            keep_parse_error(&err.message);
+            err.code
+        });
+        if result.is_ok() {
+            keep_parse_error("");
+        }
         // SAFETY: `out` is non-NULL and writable.
-        unsafe { write_node(B::node_parse(text, default_port), out) }
+        unsafe { write_node(result, out) }
+    })
+}
+
+thread_local! {
+    /// Why this thread's most recent `node_parse` failed ("" after a success). Per thread, as the
+    /// ABI says: the core asks right after the failed call, on the same thread.
+    static LAST_PARSE_ERROR: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn keep_parse_error(message: &str) {
+    LAST_PARSE_ERROR.with(|last| {
+        let mut last = last.borrow_mut();
+        last.clear();
+        last.push_str(message);
+    });
+}
+
+unsafe extern "C" fn node_parse_error(out: *mut c_char, out_len: usize) -> i32 {
+    guard(NET_BACKEND_ERR_IO, || {
+        if out.is_null() || out_len == 0 {
+            return NET_BACKEND_ERR_INVALID;
+        }
+        LAST_PARSE_ERROR.with(|last| {
+            // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
+            let written = unsafe { write_c_string(&last.borrow(), out, out_len) };
+            i32::try_from(written).unwrap_or(i32::MAX)
+        })
     })
 }
 

@@ -18,7 +18,7 @@ mod guard;
 mod handle;
 mod open;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::cmp::Ordering;
 use std::ffi::CStr;
@@ -30,25 +30,35 @@ pub use guard::guard;
 pub use handle::{handle_tag, with_socket, Handle};
 pub use open::{open_socket, read_open_params};
 
-/// Why `open` failed: a `NET_BACKEND_ERR_*` code and one line for the user, which by convention
-/// starts with the backend's name (`"udp: cannot bind ..."`).
+/// Why a call failed: a `NET_BACKEND_ERR_*` code and one line for the user. Messages of `open`
+/// start with the backend's name by convention (`"udp: cannot bind ..."`); those of `node_parse`
+/// say what is wrong with the text (`"port 99999 is not 1-65535"`), since the core adds the
+/// text and the backend's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenError {
+pub struct BackendError {
     /// A `NET_BACKEND_ERR_*` code (negative).
     pub code: i32,
     /// One line, no newline.
     pub message: String,
 }
 
-impl OpenError {
+impl BackendError {
     /// An error with the given code and message.
-    pub fn new(code: i32, message: impl Into<String>) -> OpenError {
-        OpenError {
+    pub fn new(code: i32, message: impl Into<String>) -> BackendError {
+        BackendError {
             code,
             message: message.into(),
         }
     }
+
+    /// A node text that is not an address of this backend (`NET_BACKEND_ERR_INVALID`).
+    pub fn invalid(message: impl Into<String>) -> BackendError {
+        BackendError::new(crate::NET_BACKEND_ERR_INVALID, message)
+    }
 }
+
+/// Why `open` failed.
+pub type OpenError = BackendError;
 
 /// A packet backend written in Rust: its vtable constants, how it opens a socket, and its node
 /// functions (which have no socket). The generic shims check every pointer before calling these.
@@ -71,8 +81,10 @@ pub trait Backend: 'static {
     /// The text of a node; `None` for a node this backend never produces.
     fn node_print(node: &NET_Node) -> Option<String>;
     /// Parse text as `node_print` writes it; `default_port` when the text names none. `Err` holds
-    /// a `NET_BACKEND_ERR_*` code, usually `NET_BACKEND_ERR_INVALID`.
-    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, i32>;
+    /// a `NET_BACKEND_ERR_*` code, usually `NET_BACKEND_ERR_INVALID` ([`BackendError::invalid`]),
+    /// and what is wrong with the text, which the shim keeps for the vtable's
+    /// `node_parse_error`.
+    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, BackendError>;
 }
 
 /// One open socket of a [`Backend`]. Calls are serialized by the core but may come from

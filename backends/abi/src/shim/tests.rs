@@ -11,7 +11,7 @@ use std::mem::{offset_of, size_of};
 use std::ptr::{null, null_mut};
 
 use crate::conformance::{self, c_text};
-use crate::shim::{self, Backend, BackendSocket, OpenError};
+use crate::shim::{self, Backend, BackendError, BackendSocket, OpenError};
 use crate::{
     NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_ABI_VERSION,
     NET_BACKEND_ERR_INVALID, NET_BACKEND_ERR_IO, NET_BACKEND_ERR_TOO_LARGE,
@@ -87,15 +87,15 @@ impl<const OTHER: bool> Backend for LoopBackend<OTHER> {
         ))
     }
 
-    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, i32> {
+    fn node_parse(text: &str, default_port: u16) -> Result<NET_Node, BackendError> {
         match text.strip_prefix("loop:") {
             Some("") => Ok(loop_node(default_port)),
             Some("panic") => panic!("node_parse panics on request"),
             Some(port) => port
                 .parse()
                 .map(loop_node)
-                .map_err(|_| NET_BACKEND_ERR_INVALID),
-            None => Err(NET_BACKEND_ERR_INVALID),
+                .map_err(|_| BackendError::invalid(format!("port '{port}' is not a number"))),
+            None => Err(BackendError::invalid("does not start with 'loop:'")),
         }
     }
 }
@@ -409,6 +409,59 @@ fn a_handle_of_another_backend_is_refused() {
     }
     close(vtable(), ours);
     close(&OTHER_VTABLE, theirs);
+}
+
+/// `node_parse_error` as the core calls it: right after `node_parse`, on the same thread.
+fn parse_and_explain(t: &NET_BackendVTable, text: &str) -> (i32, i32, String) {
+    let text = CString::new(text).unwrap();
+    let mut node = NET_Node::default();
+    let mut buf = [0 as c_char; 64];
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        let rc = (t.node_parse.unwrap())(text.as_ptr(), 7, &mut node);
+        let len = (t.node_parse_error.unwrap())(buf.as_mut_ptr(), buf.len());
+        (rc, len, c_text(&buf))
+    }
+}
+
+#[test]
+fn a_refused_node_text_is_explained_and_a_parsed_one_clears_the_explanation() {
+    let t = vtable();
+    let (rc, len, why) = parse_and_explain(t, "loop:x");
+    assert_eq!(rc, NET_BACKEND_ERR_INVALID);
+    assert_eq!(why, "port 'x' is not a number");
+    assert_eq!(len as usize, why.len());
+    assert_eq!(
+        parse_and_explain(t, "elsewhere").2,
+        "does not start with 'loop:'"
+    );
+    assert_eq!(
+        parse_and_explain(t, "loop:9"),
+        (NET_BACKEND_OK, 0, String::new())
+    );
+    let (rc, _, why) = parse_and_explain(t, "loop:panic");
+    assert_eq!(rc, NET_BACKEND_ERR_IO);
+    assert_eq!(why, "the backend failed while parsing the text");
+    // Another thread has its own explanation: none yet.
+    let other = std::thread::spawn(|| {
+        let mut buf = [0 as c_char; 8];
+        // SAFETY: a valid buffer.
+        let len = unsafe { (vtable().node_parse_error.unwrap())(buf.as_mut_ptr(), buf.len()) };
+        (len, c_text(&buf))
+    });
+    assert_eq!(other.join().unwrap(), (0, String::new()));
+    // SAFETY: NULL and zero-length buffers are refused, not written.
+    unsafe {
+        assert_eq!(
+            (t.node_parse_error.unwrap())(null_mut(), 8),
+            NET_BACKEND_ERR_INVALID
+        );
+        let mut one = [0 as c_char; 1];
+        assert_eq!(
+            (t.node_parse_error.unwrap())(one.as_mut_ptr(), 0),
+            NET_BACKEND_ERR_INVALID
+        );
+    }
 }
 
 #[test]
