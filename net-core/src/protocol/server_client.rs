@@ -204,12 +204,23 @@ impl ServerClient {
         std::sync::Arc::new(move |a: &Node, b: &Node| order(a, b) == std::cmp::Ordering::Equal)
     }
 
+    /// End the TCP connection: `remove me` first once the join line has gone out (a join the
+    /// server accepted just as we gave up must end as a leave, not as a dropped connection;
+    /// before the answer a server says "you're not even joined", which does no harm).
+    fn close_stream(&mut self) {
+        if matches!(self.phase, Phase::Joined | Phase::Joining { .. }) {
+            self.stream_out
+                .push_back(StreamCommand::SendLine("remove me".to_string()));
+        }
+        self.stream_out.push_back(StreamCommand::Close);
+    }
+
     fn fail(&mut self, text: String) {
         log::warn!("{}: {text}", self.kind);
         let joined = self.phase == Phase::Joined;
+        self.close_stream();
         self.phase = Phase::Idle;
         self.session = None;
-        self.stream_out.push_back(StreamCommand::Close);
         if joined {
             self.events
                 .push_back(GameEvent::Disconnected { reason: text });
@@ -427,11 +438,7 @@ impl ClientProtocol for ServerClient {
         if self.phase == Phase::Idle {
             return Err(NetError::new(ErrorCode::NotConnected, "not connected"));
         }
-        if self.phase == Phase::Joined {
-            self.stream_out
-                .push_back(StreamCommand::SendLine("remove me".to_string()));
-        }
-        self.stream_out.push_back(StreamCommand::Close);
+        self.close_stream();
         self.phase = Phase::Idle;
         self.session = None;
         self.events.push_back(GameEvent::Disconnected {
@@ -738,6 +745,31 @@ mod tests {
         let closing: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
         assert!(
             matches!(closing.last(), Some(StreamCommand::Close)),
+            "{closing:?}"
+        );
+    }
+
+    #[test]
+    fn leaving_while_the_join_is_unanswered_still_says_remove_me() {
+        let start = Instant::now();
+        let mut client = connecting(start);
+        let at = start + Duration::from_secs(1);
+        opened(&mut client, at);
+        let _: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        client.disconnect(at, "disconnected").unwrap();
+        let closing: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        assert!(
+            matches!(&closing[..], [StreamCommand::SendLine(l), StreamCommand::Close] if l == "remove me"),
+            "{closing:?}"
+        );
+        // The same when the join goes unanswered for too long.
+        let mut client = connecting(start);
+        opened(&mut client, at);
+        let _: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        tick(&mut client, at + ANSWER_TIMEOUT);
+        let closing: Vec<StreamCommand> = std::iter::from_fn(|| client.poll_stream()).collect();
+        assert!(
+            matches!(&closing[..], [StreamCommand::SendLine(l), StreamCommand::Close] if l == "remove me"),
             "{closing:?}"
         );
     }
