@@ -235,6 +235,15 @@ pub fn run(config: &SoakConfig) -> SoakOutcome {
         .lines()
         .skip_while(|l| !l.contains(" stopped;"))
         .collect();
+    // Every client leaves with `remove me`; a joined connection that closed without it reaching
+    // the server is a lost leave.
+    let dropped = server_counter(&server_said, "dropped_connections");
+    if dropped > 0 {
+        failures.push(format!(
+            "the gameserver counted {dropped} dropped connections: leaves whose `remove me` it \
+             never read"
+        ));
+    }
 
     let growth_line = match growth(&samples, ran_for.min(config.duration), LIMITS) {
         Ok(g) => {
@@ -323,6 +332,17 @@ fn client_command(
     command
 }
 
+/// `NAME=N` from the server's stop summary (0 when absent: it prints only counters above 0).
+fn server_counter(lines: &[&str], name: &str) -> u64 {
+    let key = format!("{name}=");
+    lines
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .find_map(|word| word.strip_prefix(key.as_str()))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 fn add(total: &mut Counts, one: &Counts) {
     total.connect_attempts += one.connect_attempts;
     total.joins += one.joins;
@@ -348,5 +368,26 @@ fn check_cycled(totals: &Counts, verdict: &delivery::DeliveryVerdict, failures: 
         if count == 0 {
             failures.push(format!("the soak did not cycle: no {what}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_counter;
+
+    #[test]
+    fn counters_are_read_from_the_stop_summary_and_absent_ones_are_zero() {
+        let said = [
+            "gameserver 'soak' stopped; joins=302 removes=298 dropped_connections=4",
+            "  relay: 0 clients",
+        ];
+        assert_eq!(server_counter(&said, "dropped_connections"), 4);
+        assert_eq!(server_counter(&said, "joins"), 302);
+        assert_eq!(
+            server_counter(&said, "connections"),
+            0,
+            "a prefix is not a match"
+        );
+        assert_eq!(server_counter(&said[..1], "udp_datagrams_in"), 0);
     }
 }

@@ -668,7 +668,13 @@ impl<C: TextServerCore> Driver<C> {
                 FlushStep::Nothing => {}
                 FlushStep::Drop(why) => {
                     broke = true;
-                    self.drop_text(now, token, &why);
+                    // A client that left may have reset the connection after its last line
+                    // ("remove me"), which is still waiting to be read: read it first, so the
+                    // leave counts as a leave.
+                    self.read_text(now, token);
+                    if self.text.contains_key(&token) {
+                        self.drop_text(now, token, &why);
+                    }
                 }
                 // The peer may have closed already: no new event would say so.
                 FlushStep::StartDraining => self.read_text(now, token),

@@ -126,7 +126,12 @@ impl LineStream {
             return false;
         }
         if self.closing && self.write_buf.is_empty() {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
+            // Read (and drop) what the server has already sent: a socket closed with unread
+            // input makes the kernel answer with a reset instead of a FIN, and a server that
+            // meets the reset while writing to us may drop us before it reads our last line
+            // ("remove me"), counting a dropped connection instead of a leave.
+            discard_readable(stream);
+            let _ = stream.shutdown(std::net::Shutdown::Write);
             return false;
         }
         // Read lines.
@@ -162,6 +167,21 @@ impl LineStream {
     }
 }
 
+/// Read and drop what the socket holds now, without blocking (at most [`MAX_PENDING_WRITE`]
+/// bytes: a server still streaming at us is not waited for).
+fn discard_readable(stream: &mut TcpStream) {
+    let mut chunk = [0u8; 4096];
+    let mut left = MAX_PENDING_WRITE;
+    while left > 0 {
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => left = left.saturating_sub(n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Move complete lines out of `read_buf`; false if a line is too long.
 fn take_lines(read_buf: &mut Vec<u8>, out: &mut Vec<StreamEvent>) -> bool {
     while let Some(end) = read_buf.iter().position(|&b| b == b'\n') {
@@ -175,4 +195,69 @@ fn take_lines(read_buf: &mut Vec<u8>, out: &mut Vec<StreamEvent>) -> bool {
         ));
     }
     read_buf.len() <= MAX_LINE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    /// Poll until `done` says so (the stream is non-blocking), at most 5 s.
+    fn poll_until(stream: &mut LineStream, done: impl Fn(&[StreamEvent]) -> bool) -> bool {
+        let start = Instant::now();
+        let mut events = Vec::new();
+        while start.elapsed() < Duration::from_secs(5) {
+            if !stream.poll(&mut events) {
+                return false;
+            }
+            if done(&events) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("no progress in 5 s: {events:?}");
+    }
+
+    #[test]
+    fn closing_with_unread_server_lines_sends_a_fin_not_a_reset() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = LineStream::connect("127.0.0.1", port).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(poll_until(&mut client, |events| events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Connected { .. }))));
+        // Lines the client will not read before it leaves (list updates, say).
+        server
+            .write_all(b"add ip: 10.0.0.2 name: x in 1\n")
+            .unwrap();
+        server.write_all(b"name ip: 10.0.0.2 name: y\n").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        client.send_line("remove me");
+        client.close();
+        let mut events = Vec::new();
+        assert!(
+            !client.poll(&mut events),
+            "the stream ends once the line is written"
+        );
+        drop(client);
+        std::thread::sleep(Duration::from_millis(50));
+        // A reset would make this write fail (EPIPE); after a FIN it is accepted.
+        let write = server.write_all(b"removing you\n");
+        assert!(
+            write.is_ok(),
+            "the client reset the connection when it closed: {write:?}"
+        );
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let end = server.read_to_end(&mut got);
+        assert_eq!(got, b"remove me\n");
+        assert!(
+            end.is_ok(),
+            "the server saw {end:?} after the last line instead of the end of the stream"
+        );
+    }
 }
