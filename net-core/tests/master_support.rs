@@ -1,107 +1,26 @@
 //! Shared helpers of the real-socket masterserver tests (included with `#[path]`; it includes
-//! `server_support.rs` as `support`; as a test target of its own it has no tests): a masterserver, slot- or
-//! gameserver runtime on a thread bound to 127.0.0.1 port 0, the join lines of the design, and
-//! reading the list over TCP (`list servers`) and HTTP (`/servers.json`).
+//! `server_support.rs` as `support`; as a test target of its own it has no tests): a
+//! masterserver, slot- or gameserver runtime on a thread bound to 127.0.0.1 port 0 (through
+//! `support::Running`), the join lines of the design, and reading the list over TCP (`list
+//! servers`) and HTTP (`/servers.json`).
 
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use net_core::master::{MasterConfig, MasterCore};
 use net_core::relay::service::RelayService;
 use net_core::relay::{RelayConfig, RelayCore};
 use net_core::server::{
-    run, run_core, BanList, BoundAddrs, RegistrationSettings, RunSummary, RuntimeConfig,
-    SlotServerConfig, SlotServerCore,
+    run, run_core, BanList, RegistrationSettings, RuntimeConfig, SlotServerConfig, SlotServerCore,
 };
-use net_core::NetResult;
 
 #[path = "server_support.rs"]
 pub mod support;
 
-use support::{http_get, loopback, LineClient, IO_TIMEOUT};
-
-/// A server runtime on a thread; stopped (and joined) when dropped.
-pub struct Running {
-    pub addrs: BoundAddrs,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<NetResult<RunSummary>>>,
-}
-
-impl Running {
-    /// Run `body(stop, ready)` on a thread and wait for it to report its addresses.
-    pub fn spawn(
-        body: impl FnOnce(Arc<AtomicBool>, Box<dyn FnOnce(BoundAddrs) + Send>) -> NetResult<RunSummary>
-            + Send
-            + 'static,
-    ) -> Running {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let thread_stop = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            body(
-                thread_stop,
-                Box::new(move |addrs| {
-                    let _ = tx.send(addrs);
-                }),
-            )
-        });
-        let addrs = match rx.recv_timeout(IO_TIMEOUT) {
-            Ok(addrs) => addrs,
-            Err(_) => {
-                let result = thread.join();
-                panic!("server did not start: {result:?}");
-            }
-        };
-        Running {
-            addrs,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stop gracefully and return what the run counted.
-    pub fn stop(mut self) -> RunSummary {
-        match self.stop_and_join() {
-            Some(Ok(summary)) => summary,
-            Some(Err(problem)) => panic!("{problem}"),
-            None => panic!("server already stopped"),
-        }
-    }
-
-    fn stop_and_join(&mut self) -> Option<Result<RunSummary, String>> {
-        self.stop.store(true, Ordering::SeqCst);
-        let thread = self.thread.take()?;
-        let deadline = Instant::now() + IO_TIMEOUT;
-        while !thread.is_finished() {
-            if Instant::now() >= deadline {
-                return Some(Err("server thread did not stop in time".into()));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Some(match thread.join() {
-            Ok(Ok(summary)) => Ok(summary),
-            Ok(Err(e)) => Err(format!("server run failed: {e}")),
-            Err(_) => Err("server thread panicked".into()),
-        })
-    }
-
-    pub fn client(&self) -> LineClient {
-        LineClient::connect(self.addrs.tcp)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.thread.is_some() {
-            let _ = self.stop_and_join();
-        }
-    }
-}
+pub use support::Running;
+use support::{http_get, loopback, LineClient};
 
 /// A masterserver configuration for tests: short timeouts, generous connection limits.
 pub fn master_config() -> MasterConfig {

@@ -45,28 +45,35 @@ pub fn test_config() -> SlotServerConfig {
     }
 }
 
-/// A running server; stopped (and its thread joined) when dropped.
-pub struct TestServer {
+/// A server runtime on a thread; stopped (and its thread joined) when dropped. The slot- and
+/// gameserver tests start it with [`TestServer::start`], the masterserver tests with their own
+/// cores through [`Running::spawn`].
+pub struct Running {
     pub addrs: BoundAddrs,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<NetResult<RunSummary>>>,
 }
 
-impl TestServer {
-    /// Start with the slotserver's text protocol only.
-    pub fn start(config: SlotServerConfig) -> TestServer {
-        Self::start_with(config, RuntimeConfig::new("slotserver", loopback()))
-    }
+/// The slotserver of these tests.
+pub type TestServer = Running;
 
-    pub fn start_with(config: SlotServerConfig, runtime: RuntimeConfig) -> TestServer {
+impl Running {
+    /// Run `body(stop, ready)` on a thread and wait for it to report its addresses.
+    pub fn spawn(
+        body: impl FnOnce(Arc<AtomicBool>, Box<dyn FnOnce(BoundAddrs) + Send>) -> NetResult<RunSummary>
+            + Send
+            + 'static,
+    ) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
-        let core = SlotServerCore::new(config, BanList::empty());
         let thread_stop = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
-            run(runtime, core, None, thread_stop, move |addrs| {
-                let _ = tx.send(addrs);
-            })
+            body(
+                thread_stop,
+                Box::new(move |addrs| {
+                    let _ = tx.send(addrs);
+                }),
+            )
         });
         let addrs = match rx.recv_timeout(IO_TIMEOUT) {
             Ok(addrs) => addrs,
@@ -75,11 +82,21 @@ impl TestServer {
                 panic!("server did not start: {result:?}");
             }
         };
-        TestServer {
+        Running {
             addrs,
             stop,
             thread: Some(thread),
         }
+    }
+
+    /// Start with the slotserver's text protocol only.
+    pub fn start(config: SlotServerConfig) -> Running {
+        Self::start_with(config, RuntimeConfig::new("slotserver", loopback()))
+    }
+
+    pub fn start_with(config: SlotServerConfig, runtime: RuntimeConfig) -> Running {
+        let core = SlotServerCore::new(config, BanList::empty());
+        Running::spawn(move |stop, ready| run(runtime, core, None, stop, ready))
     }
 
     /// Stop gracefully and return what the run counted.
@@ -114,7 +131,8 @@ impl TestServer {
         LineClient::connect(self.addrs.tcp)
     }
 
-    /// A client that joined as `name` (its accepted line and messages already read).
+    /// A client that joined the slotserver as `name` (its accepted line and messages already
+    /// read).
     pub fn joined(&self, name: &str, slot: u8) -> LineClient {
         let mut c = self.client();
         c.send(&format!("version: 1.0 join me: {name} os: test-os"));
@@ -128,7 +146,7 @@ impl TestServer {
     }
 }
 
-impl Drop for TestServer {
+impl Drop for Running {
     fn drop(&mut self) {
         if self.thread.is_some() {
             let _ = self.stop_and_join();
