@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{NetError, NetResult};
 use crate::server::clock::{deadline, WallClock};
+use crate::server::expiry::{earliest, Expiry, ExpiryCounts};
 use crate::server::http::Pages;
 use crate::server::lines::{FramedLine, LineBuffer, LineFault};
 use crate::server::slots::{ConnId, ServerAction};
@@ -119,9 +120,7 @@ struct Counters {
     player_updates: u64,
     list_requests: u64,
     dropped_connections: u64,
-    idle_timeouts: u64,
-    handshake_timeouts: u64,
-    line_timeouts: u64,
+    expired: ExpiryCounts,
 }
 
 /// The masterserver state machine (see the module documentation for the calling order).
@@ -204,10 +203,10 @@ impl MasterCore {
             ("player_updates", c.player_updates),
             ("list_requests", c.list_requests),
             ("dropped_connections", c.dropped_connections),
-            ("idle_timeouts", c.idle_timeouts),
-            ("handshake_timeouts", c.handshake_timeouts),
-            ("line_timeouts", c.line_timeouts),
         ]
+        .into_iter()
+        .chain(c.expired.named())
+        .collect()
     }
 
     /// A new TCP connection; `Err(reason)` when a connection limit refuses it.
@@ -292,27 +291,19 @@ impl MasterCore {
         let mut expired = Vec::new();
         let mut next: Option<Instant> = None;
         for (&id, c) in &self.conns {
-            match self.deadline_of(c) {
-                Some(d) if d <= now => expired.push((id, self.expiry_of(c))),
-                Some(d) => next = Some(next.map_or(d, |n| n.min(d))),
+            match earliest(&self.deadlines_of(c)) {
+                Some((at, expiry)) if at <= now => expired.push((id, expiry)),
+                Some((at, _)) => next = Some(next.map_or(at, |n| n.min(at))),
                 None => {}
             }
         }
         self.next_check = next;
         for (id, expiry) in expired {
+            self.counters.expired.count(expiry);
             let reason = match expiry {
-                Expiry::Line => {
-                    self.counters.line_timeouts += 1;
-                    "line not finished in time"
-                }
-                Expiry::Idle => {
-                    self.counters.idle_timeouts += 1;
-                    "silent for the idle timeout"
-                }
-                Expiry::Handshake => {
-                    self.counters.handshake_timeouts += 1;
-                    "sent no request in time"
-                }
+                Expiry::Line => "line not finished in time",
+                Expiry::Idle => "silent for the idle timeout",
+                Expiry::Handshake => "sent no request in time",
             };
             self.close(id, reason);
         }
@@ -530,51 +521,38 @@ impl MasterCore {
         });
     }
 
-    /// When `c` is closed for an unfinished line, and when for silence (no request from an
-    /// unlisted connection, no line from a listed server).
-    fn deadlines_of(&self, c: &Connection) -> (Option<Instant>, Option<Instant>) {
+    /// When `c` is closed for silence (no request from an unlisted connection: a handshake
+    /// timeout, as on the slot and game servers; no line from a listed server: idle) and when for
+    /// an unfinished line. The first to come is the reason; an unlisted connection that started
+    /// its request line still had to send it within the handshake time of its last line, so a
+    /// tie goes to the silence.
+    fn deadlines_of(&self, c: &Connection) -> [(Option<Instant>, Expiry); 2] {
         let handshake = self.config.handshake_timeout;
-        let silence = if c.listed {
-            self.config.idle_timeout
+        let (silence, silent) = if c.listed {
+            (self.config.idle_timeout, Expiry::Idle)
         } else {
-            handshake
+            (handshake, Expiry::Handshake)
         };
-        let line = c.line_started.and_then(|t| deadline(t, handshake));
-        (line, deadline(c.last_line, silence))
-    }
-
-    fn deadline_of(&self, c: &Connection) -> Option<Instant> {
-        match self.deadlines_of(c) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Why `c` expires: whichever of its deadlines comes first (so the reason does not depend
-    /// on when the timers happen to run). An unlisted connection that started its request line
-    /// still had to send it within the handshake time of connecting: that is a handshake
-    /// timeout, as on the slot and game servers.
-    fn expiry_of(&self, c: &Connection) -> Expiry {
-        match self.deadlines_of(c) {
-            (Some(line), silence) if silence.is_none_or(|s| line < s) => Expiry::Line,
-            _ if c.listed => Expiry::Idle,
-            _ => Expiry::Handshake,
-        }
+        [
+            (deadline(c.last_line, silence), silent),
+            (
+                c.line_started.and_then(|t| deadline(t, handshake)),
+                Expiry::Line,
+            ),
+        ]
     }
 
     /// Keep `next_check` a lower bound after a connection's deadline may have moved earlier.
     fn note_deadline(&mut self, conn: ConnId) {
-        let Some(d) = self.conns.get(&conn).and_then(|c| self.deadline_of(c)) else {
+        let Some((d, _)) = self
+            .conns
+            .get(&conn)
+            .and_then(|c| earliest(&self.deadlines_of(c)))
+        else {
             return;
         };
         self.next_check = Some(self.next_check.map_or(d, |n| n.min(d)));
     }
-}
-
-enum Expiry {
-    Line,
-    Idle,
-    Handshake,
 }
 
 impl TextServerCore for MasterCore {

@@ -8,6 +8,7 @@
 //! - [`slots`]: [`SlotServerCore`], the TCP-side state machine (slots, replies, list updates,
 //!   limits and timeouts) shared by the slotserver and the gameserver;
 //! - [`bans`]: the ban list (addresses and networks) and its file;
+//! - [`expiry`]: which deadline closes a connection, and the counts (shared with the masterserver);
 //! - [`listing`], [`html`], [`utc`]: the published player list as JSON and HTML;
 //! - [`outbuf`]: bounded output queues with partial-write handling;
 //! - [`text_core`]: [`TextServerCore`], what the runtime needs from a core (implemented by
@@ -22,6 +23,7 @@
 
 pub mod bans;
 pub mod clock;
+pub mod expiry;
 pub mod fd_limit;
 pub mod html;
 pub mod http;

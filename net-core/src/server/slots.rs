@@ -27,6 +27,7 @@ use crate::rmev::MAX_SLOTS;
 use crate::server::clock::{deadline, WallClock};
 
 use super::bans::{BanList, ReloadOutcome};
+use super::expiry::{earliest, Expiry, ExpiryCounts};
 use super::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
 use super::text_protocol::{self as text, ClientLine, LineError};
 
@@ -200,9 +201,7 @@ struct Counters {
     renames: u64,
     renames_refused: u64,
     dropped_connections: u64,
-    handshake_timeouts: u64,
-    line_timeouts: u64,
-    idle_timeouts: u64,
+    expired: ExpiryCounts,
     players_removed_by_server: u64,
     ban_reloads: u64,
     ban_reload_failures: u64,
@@ -306,14 +305,16 @@ impl SlotServerCore {
             ("renames", c.renames),
             ("renames_refused", c.renames_refused),
             ("dropped_connections", c.dropped_connections),
-            ("handshake_timeouts", c.handshake_timeouts),
-            ("line_timeouts", c.line_timeouts),
-            ("idle_timeouts", c.idle_timeouts),
+        ]
+        .into_iter()
+        .chain(c.expired.named())
+        .chain([
             ("players_removed_by_server", c.players_removed_by_server),
             ("ban_reloads", c.ban_reloads),
             ("ban_reload_failures", c.ban_reload_failures),
             ("kicked_by_ban", c.kicked_by_ban),
-        ]
+        ])
+        .collect()
     }
 
     /// A new TCP connection. `Err(reason)`: refused by the connection limits; the driver closes
@@ -406,37 +407,20 @@ impl SlotServerCore {
     /// players, and the periodic ban file check.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.check_bans(now, false);
-        let handshake = self.config.handshake_timeout;
-        let idle = self.config.idle_timeout;
-        let mut expired = Vec::new();
-        for (&id, c) in &self.conns {
-            if c.join_deadline.is_some_and(|d| d <= now) {
-                expired.push((id, Expiry::Join));
-            } else if c
-                .line_started
-                .and_then(|t| deadline(t, handshake))
-                .is_some_and(|d| d <= now)
-            {
-                expired.push((id, Expiry::Line));
-            } else if c.slot.is_some() && deadline(c.last_activity, idle).is_some_and(|d| d <= now)
-            {
-                expired.push((id, Expiry::Idle));
-            }
-        }
+        let expired: Vec<(ConnId, Expiry)> = self
+            .conns
+            .iter()
+            .filter_map(|(&id, c)| match earliest(&self.deadlines_of(c)) {
+                Some((at, expiry)) if at <= now => Some((id, expiry)),
+                _ => None,
+            })
+            .collect();
         for (id, expiry) in expired {
+            self.counters.expired.count(expiry);
             let reason = match expiry {
-                Expiry::Join => {
-                    self.counters.handshake_timeouts += 1;
-                    "did not join in time"
-                }
-                Expiry::Line => {
-                    self.counters.line_timeouts += 1;
-                    "line not finished in time"
-                }
-                Expiry::Idle => {
-                    self.counters.idle_timeouts += 1;
-                    "idle timeout"
-                }
+                Expiry::Handshake => "did not join in time",
+                Expiry::Line => "line not finished in time",
+                Expiry::Idle => "idle timeout",
             };
             self.close(id, reason);
         }
@@ -444,19 +428,29 @@ impl SlotServerCore {
 
     /// The next time [`handle_timeout`](Self::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter_map(|c| earliest(&self.deadlines_of(c)).map(|(at, _)| at))
+            .chain(self.bans.next_check())
+            .min()
+    }
+
+    /// A connection's deadlines: to join, to finish a started line, and (joined) to say
+    /// anything before the idle timeout.
+    fn deadlines_of(&self, c: &Connection) -> [(Option<Instant>, Expiry); 3] {
         let handshake = self.config.handshake_timeout;
         let idle = self.config.idle_timeout;
-        let conn_deadlines = self.conns.values().flat_map(|c| {
-            [
-                c.join_deadline,
+        [
+            (c.join_deadline, Expiry::Handshake),
+            (
                 c.line_started.and_then(|t| deadline(t, handshake)),
+                Expiry::Line,
+            ),
+            (
                 c.slot.and_then(|_| deadline(c.last_activity, idle)),
-            ]
-        });
-        conn_deadlines
-            .chain([self.bans.next_check()])
-            .flatten()
-            .min()
+                Expiry::Idle,
+            ),
+        ]
     }
 
     /// The next thing for the driver to do.
@@ -742,12 +736,6 @@ impl SlotServerCore {
             self.close(conn, "banned");
         }
     }
-}
-
-enum Expiry {
-    Join,
-    Line,
-    Idle,
 }
 
 /// The `add` line about `player` for a receiver.
