@@ -740,13 +740,19 @@ mod tests {
         matches!(commands, [StreamCommand::SendLine(l), StreamCommand::Close] if l == "remove me")
     }
 
-    #[test]
-    fn a_server_that_never_answers_the_join_fails_after_the_answer_time() {
+    /// A client whose join line went out at the returned time, unanswered (commands taken).
+    fn joining() -> (ServerClient, Instant) {
         let start = Instant::now();
         let mut client = connecting(start);
         let at = start + Duration::from_secs(1);
         opened(&mut client, at);
         stream_commands(&mut client);
+        (client, at)
+    }
+
+    #[test]
+    fn a_server_that_never_answers_the_join_fails_after_the_answer_time() {
+        let (mut client, at) = joining();
         tick(&mut client, at + ANSWER_TIMEOUT);
         assert_eq!(
             errors(&mut client),
@@ -759,11 +765,7 @@ mod tests {
 
     #[test]
     fn leaving_while_the_join_is_unanswered_still_says_remove_me() {
-        let start = Instant::now();
-        let mut client = connecting(start);
-        let at = start + Duration::from_secs(1);
-        opened(&mut client, at);
-        stream_commands(&mut client);
+        let (mut client, at) = joining();
         client.disconnect(at, "disconnected").unwrap();
         let closing = stream_commands(&mut client);
         assert!(says_remove_me_and_closes(&closing), "{closing:?}");
