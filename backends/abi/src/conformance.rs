@@ -99,6 +99,17 @@ pub fn functions_without_a_socket_reject_null(
         if let Some(explain) = t.node_parse_error {
             assert_eq!(explain(null_mut(), tl), INVALID);
             assert_eq!(explain(tp, 0), INVALID);
+            // The refusal of a NULL text is explained as such, not by an older parse.
+            assert_eq!(parse(null(), 5, &mut n), INVALID);
+            assert!(
+                explain(tp, tl) > 0,
+                "{name}: a refused NULL text is not explained"
+            );
+            assert!(
+                c_text(&text).contains("NULL"),
+                "{name}: {:?}",
+                c_text(&text)
+            );
         }
     }
     assert_eq!(n, node, "no function wrote a node while refusing");

@@ -59,6 +59,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use parsec_backend_abi::helpers::write_c_string;
 use parsec_backend_abi::shim::{guard, handle_tag, open_socket, with_socket, Handle};
 use parsec_backend_abi::{
     NET_BackendOpenParams, NET_BackendVTable, NET_Node, NET_BACKEND_ABI_VERSION,
@@ -332,11 +333,19 @@ unsafe extern "C" fn trace_node_parse(
     default_port: u16,
     out: *mut NET_Node,
 ) -> i32 {
-    if text.is_null() || out.is_null() {
+    let refused = text.is_null() || out.is_null();
+    REFUSED_NULL_PARSE.with(|flag| flag.set(refused));
+    if refused {
         return NET_BACKEND_ERR_INVALID;
     }
     // SAFETY: `text` is a non-NULL NUL-terminated string and `out` a writable node.
     with_default_inner(|f| unsafe { (f.node_parse)(text, default_port, out) })
+}
+
+thread_local! {
+    /// This thread's last `node_parse` was refused here, before the inner backend saw it (so
+    /// the inner backend's explanation would be about an older call).
+    static REFUSED_NULL_PARSE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The inner backend's explanation of the failed parse just forwarded to it ("" when it has
@@ -344,6 +353,12 @@ unsafe extern "C" fn trace_node_parse(
 unsafe extern "C" fn trace_node_parse_error(out: *mut c_char, out_len: usize) -> i32 {
     if out.is_null() || out_len == 0 {
         return NET_BACKEND_ERR_INVALID;
+    }
+    if REFUSED_NULL_PARSE.with(std::cell::Cell::get) {
+        // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
+        let written =
+            unsafe { write_c_string("the text or the output node is NULL", out, out_len) };
+        return i32::try_from(written).unwrap_or(i32::MAX);
     }
     with_default_inner(|f| match f.node_parse_error {
         // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
