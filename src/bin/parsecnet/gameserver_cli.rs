@@ -6,22 +6,14 @@
 //! It only turns options into configurations and starts the runtime with the relay as its UDP
 //! service; the logic lives in `net_core::server` and `net_core::relay`.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use net_core::relay::service::RelayService;
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::server::{
-    runtime, stop_on_signals, BanList, BoundAddrs, RuntimeConfig, SlotServerConfig, SlotServerCore,
-};
 
-use crate::server_options::{
-    common_usage, install_server_logger, parse_common, read_messages, registration, CommonOptions,
-    Parsed, ServerDefaults,
-};
+use crate::server_options::{common_usage, parse_common, CommonOptions, Parsed, ServerDefaults};
+use crate::server_run::{print_stopped, serve_slots, slot_core_config};
 
 const DEFAULTS: ServerDefaults = ServerDefaults {
     kind: "gameserver",
@@ -102,19 +94,7 @@ pub fn run(args: &[String]) -> ExitCode {
 }
 
 fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
-    let mut config = SlotServerConfig {
-        server_name: o.name.clone(),
-        max_players: o.max_players,
-        idle_timeout: o.idle_timeout,
-        handshake_timeout: o.handshake_timeout,
-        max_per_address: o.max_per_address,
-        max_connections: o.max_connections,
-        ..SlotServerConfig::default()
-    };
-    if let Some(path) = &o.messages_file {
-        config.messages = read_messages(path)?;
-    }
-    config.validate().map_err(|e| e.to_string())?;
+    let config = slot_core_config(o)?;
     let relay = RelayCore::new(RelayConfig {
         distance: r.distance,
         alive_timeout: r.alive_timeout,
@@ -123,52 +103,8 @@ fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
         server_token: config.server_token,
         ..RelayConfig::default()
     });
-    let runtime_config = RuntimeConfig {
-        http: o.http_port.map(|port| SocketAddr::new(o.bind, port)),
-        udp: Some(SocketAddr::new(o.bind, r.udp_port)),
-        html_file: o.html_file.clone(),
-        json_file: o.json_file.clone(),
-        ban_file: o.ban_file.clone(),
-        registration: registration(o),
-        limits: o.limits,
-        ..RuntimeConfig::new("gameserver", SocketAddr::new(o.bind, o.port))
-    };
-    install_server_logger();
-    if !o.masters.is_empty() {
-        println!("registering with masterserver {}", o.masters.join(", "));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    stop_on_signals(&stop).map_err(|e| e.to_string())?;
-    let core = SlotServerCore::new(config, BanList::empty());
-    let name = o.name.clone();
-    let summary = runtime::run(
-        runtime_config,
-        core,
-        Some(Box::new(RelayService::new(relay))),
-        stop,
-        |addrs| announce(&name, &addrs),
-    )
-    .map_err(|e| e.to_string())?;
-    let counted: Vec<String> = summary
-        .counters
-        .iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(n, v)| format!("{n}={v}"))
-        .collect();
-    println!("gameserver '{name}' stopped; {}", counted.join(" "));
-    for line in summary.status {
-        println!("  {line}");
-    }
+    let service = Box::new(RelayService::new(relay));
+    let summary = serve_slots(o, DEFAULTS.kind, config, Some((r.udp_port, service)))?;
+    print_stopped(&format!("gameserver '{}'", o.name), &summary);
     Ok(())
-}
-
-fn announce(name: &str, addrs: &BoundAddrs) {
-    let mut line = format!("gameserver '{name}' listening on TCP {}", addrs.tcp);
-    if let Some(udp) = addrs.udp {
-        line.push_str(&format!(", UDP {udp}"));
-    }
-    if let Some(http) = addrs.http {
-        line.push_str(&format!(", HTML list at http://{http}/"));
-    }
-    println!("{line}");
 }

@@ -10,6 +10,7 @@ mod event_text;
 mod gameserver_cli;
 mod masterserver_cli;
 mod server_options;
+mod server_run;
 mod slotserver_cli;
 
 use std::process::ExitCode;

@@ -15,6 +15,7 @@ use net_core::server::fd_limit::raise_open_file_limit;
 use net_core::server::{run_core, stop_on_signals, BoundAddrs, RuntimeConfig};
 
 use crate::server_options::{install_server_logger, positive, seconds, ArgCursor, Parsed};
+use crate::server_run::{http_url, print_stopped};
 
 /// File descriptors kept free beyond the connection limit (listeners, HTTP, files, logs).
 const SPARE_FDS: u64 = 128;
@@ -155,13 +156,7 @@ fn serve(o: MasterOptions) -> Result<(), String> {
         announce(max, &addrs)
     })
     .map_err(|e| e.to_string())?;
-    let counted: Vec<String> = summary
-        .counters
-        .iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(n, v)| format!("{n}={v}"))
-        .collect();
-    println!("masterserver stopped; {}", counted.join(" "));
+    print_stopped("masterserver", &summary);
     Ok(())
 }
 
@@ -171,16 +166,9 @@ fn announce(max_servers: usize, addrs: &BoundAddrs) {
         addrs.tcp
     );
     if let Some(http) = addrs.http {
-        let host = if http.ip().is_unspecified() {
-            "localhost".to_string()
-        } else if http.is_ipv6() {
-            format!("[{}]", http.ip())
-        } else {
-            http.ip().to_string()
-        };
         line.push_str(&format!(
-            ", server list at http://{host}:{}/ and /servers.json",
-            http.port()
+            ", server list at {} and /servers.json",
+            http_url(http)
         ));
     }
     println!("{line}");
