@@ -3,7 +3,11 @@
  * command line, so the cost of batching receives (recvmmsg) is measured apart from the stack.
  *
  *   cc -O2 -o /tmp/udp_pingpong tools/udp_pingpong.c
- *   /tmp/udp_pingpong MODE [SIZE]   MODE 0: recvfrom, 1: recvmmsg of up to 32, 2: recvmmsg of 1
+ *   /tmp/udp_pingpong MODE [SIZE]   MODE 0: recvfrom, 1: recvmmsg of up to 32, 2: recvmmsg of 1,
+ *                                   3: recvfrom, then one more that finds the socket empty
+ *
+ * Mode 3 is what a receiver pays that must not leave an arrived datagram for later (as a game
+ * frame must not): it knows the socket is drained only from a read that comes back empty.
  *
  * Prints p50 and p99 of 20,000 round trips of SIZE-byte datagrams (default 64) after 1,000
  * warm-up ones. See docs/benchmarks.md. */
@@ -37,11 +41,18 @@ static long long now_ns(void) {
 /* Spin until one datagram has been read. */
 static void receive_one(int fd) {
     for (;;) {
-        if (mode == 0) {
+        if (mode == 0 || mode == 3) {
             struct sockaddr_storage from;
             socklen_t len = sizeof from;
-            if (recvfrom(fd, buffers[0], sizeof buffers[0], MSG_DONTWAIT, (void *)&from, &len) > 0)
+            if (recvfrom(fd, buffers[0], sizeof buffers[0], MSG_DONTWAIT, (void *)&from, &len) > 0) {
+                if (mode == 3) {
+                    len = sizeof from;
+                    while (recvfrom(fd, buffers[1], sizeof buffers[1], MSG_DONTWAIT, (void *)&from,
+                                    &len) > 0)
+                        len = sizeof from;
+                }
                 return;
+            }
         } else {
             int want = mode == 1 ? BATCH : 1;
             for (int i = 0; i < want; i++) msgs[i].msg_hdr.msg_namelen = sizeof names[i];
@@ -70,14 +81,14 @@ static int bound_socket(struct sockaddr_in *addr) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODE [SIZE]  (MODE 0 recvfrom, 1 recvmmsg 32, 2 recvmmsg 1)\n",
+        fprintf(stderr, "usage: %s MODE [SIZE]  (MODE 0 recvfrom, 1 recvmmsg 32, 2 recvmmsg 1, 3 recvfrom+drain)\n",
                 argv[0]);
         return 2;
     }
     mode = atoi(argv[1]);
     int size = argc > 2 ? atoi(argv[2]) : 64;
-    if (mode < 0 || mode > 2 || size < 1 || size > 1400) {
-        fprintf(stderr, "MODE must be 0-2 and SIZE 1-1400\n");
+    if (mode < 0 || mode > 3 || size < 1 || size > 1400) {
+        fprintf(stderr, "MODE must be 0-3 and SIZE 1-1400\n");
         return 2;
     }
     for (int i = 0; i < BATCH; i++) {
@@ -108,7 +119,11 @@ int main(int argc, char **argv) {
     waitpid(echoer, NULL, 0);
     qsort(rtts, ROUNDS, sizeof *rtts, compare);
     printf("mode %d (%s), %d bytes: p50 %lld ns, p99 %lld ns\n", mode,
-           mode == 0 ? "recvfrom" : mode == 1 ? "recvmmsg 32" : "recvmmsg 1", size,
+           mode == 0   ? "recvfrom"
+           : mode == 1 ? "recvmmsg 32"
+           : mode == 2 ? "recvmmsg 1"
+                       : "recvfrom + draining read",
+           size,
            rtts[ROUNDS / 2], rtts[ROUNDS * 99 / 100]);
     free(rtts);
     return 0;
