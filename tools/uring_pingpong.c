@@ -5,7 +5,7 @@
  * here: the completions arrive later than a spinning recvfrom sees the datagram).
  *
  *   apt-get install liburing-dev
- *   cc -O2 -o /tmp/uring_pingpong tools/uring_pingpong.c -luring
+ *   cc -O2 -o /tmp/uring_pingpong tools/uring_pingpong.c -luring   (harness: tools/pingpong.h)
  *   /tmp/uring_pingpong MODE   MODE 0: recvfrom, then the read that finds the socket empty
  *                              1: io_uring, default set-up (task work signalled)
  *                              2: io_uring, IORING_SETUP_COOP_TASKRUN, io_uring_get_events
@@ -14,20 +14,9 @@
  *                                 while the completion queue is empty
  *
  * Prints p50 and p99 of 20,000 round trips of 64-byte datagrams after 1,000 warm-up ones. */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
+#include "pingpong.h"
 #include <liburing.h>
-#include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#define ROUNDS 20000
-#define WARMUP 1000
 #define BUFFERS 64
 #define BUFFER_SIZE 2048
 #define GROUP 1
@@ -38,12 +27,6 @@ static struct io_uring_buf_ring *provided;
 static char *buffer_memory;
 static struct msghdr shape; /* tells the kernel how much room the name takes in a buffer */
 static int uring_fd;
-
-static long long now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 static void fail(const char *what, int err) {
     fprintf(stderr, "%s: %s\n", what, strerror(err < 0 ? -err : err));
@@ -129,24 +112,6 @@ static void receive_one(int fd) {
     }
 }
 
-static int compare(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int bound_socket(struct sockaddr_in *addr) {
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    memset(addr, 0, sizeof *addr);
-    addr->sin_family = AF_INET;
-    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof *addr;
-    if (fd < 0 || bind(fd, (void *)addr, len) != 0 || getsockname(fd, (void *)addr, &len) != 0) {
-        perror("socket");
-        exit(1);
-    }
-    return fd;
-}
-
 int main(int argc, char **argv) {
     mode = argc > 1 ? atoi(argv[1]) : -1;
     if (mode < 0 || mode > 3) {
@@ -154,34 +119,11 @@ int main(int argc, char **argv) {
                 argv[0]);
         return 2;
     }
-    static const char *names[] = {"recvfrom + draining read", "io_uring, default",
-                                  "io_uring, COOP_TASKRUN + get_events",
-                                  "io_uring, DEFER_TASKRUN + get_events"};
-    struct sockaddr_in addr_a, addr_b;
-    int a = bound_socket(&addr_a), b = bound_socket(&addr_b);
-    char payload[64] = {0};
-    pid_t echoer = fork();
-    if (echoer == 0) {
-        if (mode > 0) start_uring(b);
-        for (int i = 0; i < ROUNDS + WARMUP; i++) {
-            receive_one(b);
-            sendto(b, payload, sizeof payload, 0, (void *)&addr_a, sizeof addr_a);
-        }
-        _exit(0);
-    }
-    if (mode > 0) start_uring(a);
-    long long *rtts = malloc(sizeof *rtts * ROUNDS);
-    if (!rtts) fail("malloc", 12);
-    for (int i = 0; i < ROUNDS + WARMUP; i++) {
-        long long start = now_ns();
-        sendto(a, payload, sizeof payload, 0, (void *)&addr_b, sizeof addr_b);
-        receive_one(a);
-        if (i >= WARMUP) rtts[i - WARMUP] = now_ns() - start;
-    }
-    waitpid(echoer, NULL, 0);
-    qsort(rtts, ROUNDS, sizeof *rtts, compare);
-    printf("mode %d (%s): p50 %lld ns, p99 %lld ns\n", mode, names[mode], rtts[ROUNDS / 2],
-           rtts[ROUNDS * 99 / 100]);
-    free(rtts);
+    static const char *labels[] = {"recvfrom + draining read", "io_uring, default",
+                                   "io_uring, COOP_TASKRUN + get_events",
+                                   "io_uring, DEFER_TASKRUN + get_events"};
+    char label[96];
+    snprintf(label, sizeof label, "mode %d (%s)", mode, labels[mode]);
+    pingpong_run(label, 64, mode > 0 ? start_uring : NULL, receive_one);
     return 0;
 }
