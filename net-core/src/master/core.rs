@@ -18,16 +18,17 @@
 //! wall clock only for "listed since" (unless given one with
 //! [`with_wall_clock`](MasterCore::with_wall_clock)).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{NetError, NetResult};
 use crate::server::clock::{deadline, WallClock};
+use crate::server::connections::{Connection, ConnectionLimits, Connections};
 use crate::server::expiry::{earliest, Expiry, ExpiryCounts};
 use crate::server::http::Pages;
-use crate::server::lines::{FramedLine, LineBuffer, LineFault};
+use crate::server::lines::FramedLine;
 use crate::server::slots::{ConnId, ServerAction};
 use crate::server::text_core::TextServerCore;
 
@@ -96,26 +97,18 @@ pub struct ListedEntry {
     pub since: SystemTime,
 }
 
-#[derive(Debug)]
-struct Connection {
-    ip: IpAddr,
-    lines: LineBuffer,
-    /// When the first byte of the current unfinished line arrived.
-    line_started: Option<Instant>,
-    /// When the last complete line (or the connection) arrived.
-    last_line: Instant,
+/// What the masterserver keeps about a connection: whether its server is listed.
+#[derive(Debug, Default)]
+struct Registration {
     listed: bool,
 }
 
 #[derive(Clone, Debug, Default)]
 struct Counters {
-    connections_accepted: u64,
-    connections_refused: u64,
     joins: u64,
     joins_refused_full: u64,
     joins_refused_version: u64,
     illegal_requests: u64,
-    overlong_lines: u64,
     removes: u64,
     player_updates: u64,
     list_requests: u64,
@@ -127,11 +120,9 @@ struct Counters {
 #[derive(Debug)]
 pub struct MasterCore {
     config: MasterConfig,
-    conns: HashMap<ConnId, Connection>,
-    per_address: HashMap<IpAddr, usize>,
+    conns: Connections<Registration>,
     /// Listed servers by connection (connection ids grow, so this is the order they came in).
     servers: BTreeMap<ConnId, ListedEntry>,
-    actions: VecDeque<ServerAction>,
     counters: Counters,
     /// The `list servers` reply, rendered once per version of the list.
     list_reply: Option<Arc<[u8]>>,
@@ -151,12 +142,15 @@ impl MasterCore {
         config.max_servers = config.max_servers.max(1);
         config.max_per_address = config.max_per_address.max(1);
         config.max_connections = config.max_connections.max(1);
+        let conns = Connections::new(ConnectionLimits {
+            max_connections: config.max_connections,
+            max_per_address: config.max_per_address,
+            max_line_len: proto::MAX_MASTER_LINE_LEN,
+        });
         MasterCore {
             config,
-            conns: HashMap::new(),
-            per_address: HashMap::new(),
+            conns,
             servers: BTreeMap::new(),
-            actions: VecDeque::new(),
             counters: Counters::default(),
             list_reply: None,
             next_check: None,
@@ -191,14 +185,15 @@ impl MasterCore {
     /// Everything counted since the start, by name.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let c = &self.counters;
+        let [accepted, refused, overlong] = self.conns.named_counts();
         vec![
-            ("connections_accepted", c.connections_accepted),
-            ("connections_refused", c.connections_refused),
+            accepted,
+            refused,
             ("joins", c.joins),
             ("joins_refused_full", c.joins_refused_full),
             ("joins_refused_version", c.joins_refused_version),
             ("illegal_requests", c.illegal_requests),
-            ("overlong_lines", c.overlong_lines),
+            overlong,
             ("removes", c.removes),
             ("player_updates", c.player_updates),
             ("list_requests", c.list_requests),
@@ -211,60 +206,19 @@ impl MasterCore {
 
     /// A new TCP connection; `Err(reason)` when a connection limit refuses it.
     pub fn accept(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) -> Result<(), String> {
-        let ip = peer.ip().to_canonical();
-        let from_ip = self.per_address.get(&ip).copied().unwrap_or(0);
-        let refusal = if self.conns.contains_key(&conn) {
-            Some(format!("connection id {conn} is already in use"))
-        } else if self.conns.len() >= self.config.max_connections {
-            Some(format!(
-                "too many connections ({} at most)",
-                self.config.max_connections
-            ))
-        } else if from_ip >= self.config.max_per_address {
-            Some(format!(
-                "too many connections from {ip} ({} at most)",
-                self.config.max_per_address
-            ))
-        } else {
-            None
-        };
-        if let Some(reason) = refusal {
-            self.counters.connections_refused += 1;
-            log::debug!("refused connection from {peer}: {reason}");
-            return Err(reason);
-        }
-        self.counters.connections_accepted += 1;
-        *self.per_address.entry(ip).or_insert(0) += 1;
-        self.conns.insert(
-            conn,
-            Connection {
-                ip,
-                lines: LineBuffer::new(proto::MAX_MASTER_LINE_LEN),
-                line_started: None,
-                last_line: now,
-                listed: false,
-            },
-        );
+        self.conns
+            .accept(now, conn, peer, Registration::default())?;
         self.note_deadline(conn);
         Ok(())
     }
 
     /// Bytes received on a connection.
     pub fn receive(&mut self, now: Instant, conn: ConnId, bytes: &[u8]) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(framed) = self.conns.receive(now, conn, bytes) else {
             return;
         };
-        let framed = c.lines.push(bytes);
-        if !framed.is_empty() {
-            c.last_line = now;
-        }
-        if !c.lines.has_unfinished_line() {
-            c.line_started = None;
-        } else if !framed.is_empty() || c.line_started.is_none() {
-            c.line_started = Some(now);
-        }
         for line in framed {
-            if !self.conns.contains_key(&conn) {
+            if !self.conns.contains(conn) {
                 break; // closed by an earlier line of this read
             }
             self.handle_line(conn, line, now);
@@ -274,8 +228,8 @@ impl MasterCore {
 
     /// The connection is gone: its server, if listed, leaves the list.
     pub fn closed(&mut self, _now: Instant, conn: ConnId) {
-        if let Some(c) = self.forget(conn) {
-            if c.listed {
+        if let Some(c) = self.conns.remove(conn) {
+            if c.state.listed {
                 self.counters.dropped_connections += 1;
                 self.unlist(conn, "connection closed");
             }
@@ -290,11 +244,11 @@ impl MasterCore {
         self.last_sweep = Some(now);
         let mut expired = Vec::new();
         let mut next: Option<Instant> = None;
-        for (&id, c) in &self.conns {
-            match earliest(&self.deadlines_of(c)) {
-                Some((at, expiry)) if at <= now => expired.push((id, expiry)),
-                Some((at, _)) => next = Some(next.map_or(at, |n| n.min(at))),
-                None => {}
+        for (id, at, expiry) in self.conns.first_deadlines(|c| self.deadlines_of(c)) {
+            if at <= now {
+                expired.push((id, expiry));
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
             }
         }
         self.next_check = next;
@@ -320,19 +274,12 @@ impl MasterCore {
 
     /// The next thing for the driver to do.
     pub fn poll_action(&mut self) -> Option<ServerAction> {
-        self.actions.pop_front()
+        self.conns.poll_action()
     }
 
     /// Graceful stop: every connection is closed after its queued lines; the list is emptied.
     pub fn shutdown(&mut self, reason: &str) {
-        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
-        for id in ids {
-            self.forget(id);
-            self.actions.push_back(ServerAction::Close {
-                conn: id,
-                reason: reason.to_string(),
-            });
-        }
+        self.conns.close_all(reason);
         self.servers.clear();
         self.list_changed();
     }
@@ -345,9 +292,7 @@ impl MasterCore {
             Err(fault) => {
                 self.counters.illegal_requests += 1;
                 log::debug!("connection {conn}: {}", fault.describe());
-                self.send(conn, proto::ILLEGAL_REQUEST);
-                if fault == LineFault::Overlong {
-                    self.counters.overlong_lines += 1;
+                if self.conns.refuse_line(conn, fault, proto::ILLEGAL_REQUEST) {
                     self.close(conn, fault.describe());
                 }
                 return;
@@ -371,10 +316,10 @@ impl MasterCore {
     }
 
     fn join(&mut self, conn: ConnId, join: proto::JoinRequest, now: Instant) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
-        if c.listed {
+        if c.state.listed {
             self.counters.illegal_requests += 1;
             self.send(conn, proto::ILLEGAL_REQUEST);
             return;
@@ -407,8 +352,8 @@ impl MasterCore {
             server.os,
             server.address()
         );
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.listed = true;
+        if let Some(c) = self.conns.get_mut(conn) {
+            c.state.listed = true;
         }
         self.counters.joins += 1;
         let since = self.wall_clock.at(now);
@@ -418,14 +363,14 @@ impl MasterCore {
     }
 
     fn remove_me(&mut self, conn: ConnId) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        if !c.listed {
+        if !c.state.listed {
             self.send(conn, proto::NOT_JOINED);
             return;
         }
-        c.listed = false;
+        c.state.listed = false;
         self.counters.removes += 1;
         self.send(conn, proto::REMOVING_YOU);
         self.unlist(conn, "removed itself");
@@ -465,22 +410,18 @@ impl MasterCore {
                 bytes
             }
         };
-        self.actions
-            .push_back(ServerAction::SendShared { conn, bytes });
+        self.conns.send_shared(conn, bytes);
     }
 
     // ----- helpers -----
 
     fn send(&mut self, conn: ConnId, line: &str) {
-        self.actions.push_back(ServerAction::SendLine {
-            conn,
-            line: line.to_string(),
-        });
+        self.conns.send(conn, line);
     }
 
     fn list_changed(&mut self) {
         self.list_reply = None;
-        self.actions.push_back(ServerAction::ListChanged);
+        self.conns.push(ServerAction::ListChanged);
     }
 
     fn unlist(&mut self, conn: ConnId, reason: &str) {
@@ -494,31 +435,15 @@ impl MasterCore {
         }
     }
 
-    /// Drop a connection's state and its per-address count.
-    fn forget(&mut self, conn: ConnId) -> Option<Connection> {
-        let c = self.conns.remove(&conn)?;
-        if let Some(n) = self.per_address.get_mut(&c.ip) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_address.remove(&c.ip);
-            }
-        }
-        Some(c)
-    }
-
     /// Forget a connection (unlisting its server) and ask the driver to close it.
     fn close(&mut self, conn: ConnId, reason: &str) {
-        let Some(c) = self.forget(conn) else {
-            return;
-        };
-        log::debug!("closing connection {conn} from {}: {reason}", c.ip);
-        if c.listed {
+        if self
+            .conns
+            .close(conn, reason)
+            .is_some_and(|c| c.state.listed)
+        {
             self.unlist(conn, reason);
         }
-        self.actions.push_back(ServerAction::Close {
-            conn,
-            reason: reason.to_string(),
-        });
     }
 
     /// When `c` is closed for silence (no request from an unlisted connection: a handshake
@@ -526,9 +451,9 @@ impl MasterCore {
     /// an unfinished line. The first to come is the reason; an unlisted connection that started
     /// its request line still had to send it within the handshake time of its last line, so a
     /// tie goes to the silence.
-    fn deadlines_of(&self, c: &Connection) -> [(Option<Instant>, Expiry); 2] {
+    fn deadlines_of(&self, c: &Connection<Registration>) -> [(Option<Instant>, Expiry); 2] {
         let handshake = self.config.handshake_timeout;
-        let (silence, silent) = if c.listed {
+        let (silence, silent) = if c.state.listed {
             (self.config.idle_timeout, Expiry::Idle)
         } else {
             (handshake, Expiry::Handshake)
@@ -546,7 +471,7 @@ impl MasterCore {
     fn note_deadline(&mut self, conn: ConnId) {
         let Some((d, _)) = self
             .conns
-            .get(&conn)
+            .get(conn)
             .and_then(|c| earliest(&self.deadlines_of(c)))
         else {
             return;

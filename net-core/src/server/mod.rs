@@ -23,6 +23,7 @@
 
 pub mod bans;
 pub mod clock;
+pub mod connections;
 pub mod expiry;
 pub mod fd_limit;
 pub mod html;

@@ -17,7 +17,7 @@
 //! unless given one with [`with_wall_clock`](SlotServerCore::with_wall_clock), and stats the
 //! ban file when the ban list has one.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
@@ -27,8 +27,9 @@ use crate::rmev::MAX_SLOTS;
 use crate::server::clock::{deadline, WallClock};
 
 use super::bans::{BanList, ReloadOutcome};
-use super::expiry::{earliest, Expiry, ExpiryCounts};
-use super::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
+use super::connections::{Connection, ConnectionLimits, Connections};
+use super::expiry::{Expiry, ExpiryCounts};
+use super::lines::{FramedLine, MAX_LINE_LEN};
 use super::text_protocol::{self as text, ClientLine, LineError};
 
 /// The runtime's name for one TCP connection.
@@ -172,31 +173,23 @@ pub enum RosterChange {
     Renamed { slot: u8, name: String },
 }
 
-/// Per-connection state.
+/// What the core keeps about a connection besides its lines and clocks.
 #[derive(Debug)]
-struct Connection {
-    ip: IpAddr,
-    lines: LineBuffer,
+struct Seat {
     /// Until a join is accepted: when the connection is closed for not joining.
     join_deadline: Option<Instant>,
-    /// When the first byte of the current unfinished line arrived.
-    line_started: Option<Instant>,
-    last_activity: Instant,
     slot: Option<u8>,
 }
 
 /// What is counted; see [`SlotServerCore::counters`].
 #[derive(Clone, Debug, Default)]
 struct Counters {
-    connections_accepted: u64,
-    connections_refused: u64,
     joins: u64,
     joins_refused_full: u64,
     joins_refused_name_taken: u64,
     joins_refused_version: u64,
     banned_refusals: u64,
     invalid_requests: u64,
-    overlong_lines: u64,
     removes: u64,
     renames: u64,
     renames_refused: u64,
@@ -214,8 +207,7 @@ pub struct SlotServerCore {
     config: SlotServerConfig,
     bans: BanList,
     slots: Vec<Option<PlayerRecord>>,
-    conns: BTreeMap<ConnId, Connection>,
-    actions: VecDeque<ServerAction>,
+    conns: Connections<Seat>,
     roster: VecDeque<RosterChange>,
     counters: Counters,
     wall_clock: WallClock,
@@ -244,12 +236,16 @@ impl SlotServerCore {
             *message = sanitize(message, MAX_LINE_LEN);
         }
         let slots = vec![None; usize::from(config.max_players)];
+        let conns = Connections::new(ConnectionLimits {
+            max_connections: config.max_connections,
+            max_per_address: config.max_per_address,
+            max_line_len: MAX_LINE_LEN,
+        });
         SlotServerCore {
             config,
             bans,
             slots,
-            conns: BTreeMap::new(),
-            actions: VecDeque::new(),
+            conns,
             roster: VecDeque::new(),
             counters: Counters::default(),
             wall_clock: WallClock::default(),
@@ -291,16 +287,17 @@ impl SlotServerCore {
     /// Everything counted since the start, by name.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let c = &self.counters;
+        let [accepted, refused, overlong] = self.conns.named_counts();
         vec![
-            ("connections_accepted", c.connections_accepted),
-            ("connections_refused", c.connections_refused),
+            accepted,
+            refused,
             ("joins", c.joins),
             ("joins_refused_full", c.joins_refused_full),
             ("joins_refused_name_taken", c.joins_refused_name_taken),
             ("joins_refused_version", c.joins_refused_version),
             ("banned_refusals", c.banned_refusals),
             ("invalid_requests", c.invalid_requests),
-            ("overlong_lines", c.overlong_lines),
+            overlong,
             ("removes", c.removes),
             ("renames", c.renames),
             ("renames_refused", c.renames_refused),
@@ -321,58 +318,20 @@ impl SlotServerCore {
     /// it without reading. The ban file is checked for changes first.
     pub fn accept(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) -> Result<(), String> {
         self.check_bans(now, true);
-        let ip = peer.ip().to_canonical();
-        let refusal = if self.conns.contains_key(&conn) {
-            Some(format!("connection id {conn} is already in use"))
-        } else if self.conns.len() >= self.config.max_connections {
-            Some(format!(
-                "too many connections ({} at most)",
-                self.config.max_connections
-            ))
-        } else if self.conns.values().filter(|c| c.ip == ip).count() >= self.config.max_per_address
-        {
-            Some(format!(
-                "too many connections from {ip} ({} at most)",
-                self.config.max_per_address
-            ))
-        } else {
-            None
+        let seat = Seat {
+            join_deadline: deadline(now, self.config.handshake_timeout),
+            slot: None,
         };
-        if let Some(reason) = refusal {
-            self.counters.connections_refused += 1;
-            log::info!("refused connection from {peer}: {reason}");
-            return Err(reason);
-        }
-        self.counters.connections_accepted += 1;
-        log::debug!("connection {conn} from {peer}");
-        self.conns.insert(
-            conn,
-            Connection {
-                ip,
-                lines: LineBuffer::new(MAX_LINE_LEN),
-                join_deadline: deadline(now, self.config.handshake_timeout),
-                line_started: None,
-                last_activity: now,
-                slot: None,
-            },
-        );
-        Ok(())
+        self.conns.accept(now, conn, peer, seat)
     }
 
     /// Bytes received on a connection.
     pub fn receive(&mut self, now: Instant, conn: ConnId, bytes: &[u8]) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(framed) = self.conns.receive(now, conn, bytes) else {
             return;
         };
-        c.last_activity = now;
-        let framed = c.lines.push(bytes);
-        if !c.lines.has_unfinished_line() {
-            c.line_started = None;
-        } else if !framed.is_empty() || c.line_started.is_none() {
-            c.line_started = Some(now);
-        }
         for line in framed {
-            if !self.conns.contains_key(&conn) {
+            if !self.conns.contains(conn) {
                 break; // closed by an earlier line of this read
             }
             self.handle_line(now, conn, line);
@@ -383,8 +342,8 @@ impl SlotServerCore {
     /// others. Harmless for a connection the core already closed.
     pub fn closed(&mut self, now: Instant, conn: ConnId) {
         let _ = now;
-        if let Some(c) = self.conns.remove(&conn) {
-            if let Some(slot) = c.slot {
+        if let Some(c) = self.conns.remove(conn) {
+            if let Some(slot) = c.state.slot {
                 self.counters.dropped_connections += 1;
                 self.free_slot(slot, "connection closed");
             }
@@ -409,11 +368,9 @@ impl SlotServerCore {
         self.check_bans(now, false);
         let expired: Vec<(ConnId, Expiry)> = self
             .conns
-            .iter()
-            .filter_map(|(&id, c)| match earliest(&self.deadlines_of(c)) {
-                Some((at, expiry)) if at <= now => Some((id, expiry)),
-                _ => None,
-            })
+            .first_deadlines(|c| self.deadlines_of(c))
+            .filter(|&(_, at, _)| at <= now)
+            .map(|(id, _, expiry)| (id, expiry))
             .collect();
         for (id, expiry) in expired {
             self.counters.expired.count(expiry);
@@ -429,25 +386,25 @@ impl SlotServerCore {
     /// The next time [`handle_timeout`](Self::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.conns
-            .values()
-            .filter_map(|c| earliest(&self.deadlines_of(c)).map(|(at, _)| at))
+            .first_deadlines(|c| self.deadlines_of(c))
+            .map(|(_, at, _)| at)
             .chain(self.bans.next_check())
             .min()
     }
 
     /// A connection's deadlines: to join, to finish a started line, and (joined) to say
     /// anything before the idle timeout.
-    fn deadlines_of(&self, c: &Connection) -> [(Option<Instant>, Expiry); 3] {
+    fn deadlines_of(&self, c: &Connection<Seat>) -> [(Option<Instant>, Expiry); 3] {
         let handshake = self.config.handshake_timeout;
         let idle = self.config.idle_timeout;
         [
-            (c.join_deadline, Expiry::Handshake),
+            (c.state.join_deadline, Expiry::Handshake),
             (
                 c.line_started.and_then(|t| deadline(t, handshake)),
                 Expiry::Line,
             ),
             (
-                c.slot.and_then(|_| deadline(c.last_activity, idle)),
+                c.state.slot.and_then(|_| deadline(c.last_bytes, idle)),
                 Expiry::Idle,
             ),
         ]
@@ -455,7 +412,7 @@ impl SlotServerCore {
 
     /// The next thing for the driver to do.
     pub fn poll_action(&mut self) -> Option<ServerAction> {
-        self.actions.pop_front()
+        self.conns.poll_action()
     }
 
     /// The next change of the player list (for a UDP service).
@@ -474,22 +431,17 @@ impl SlotServerCore {
                 });
             }
         }
-        for id in std::mem::take(&mut self.conns).into_keys() {
-            self.actions.push_back(ServerAction::Close {
-                conn: id,
-                reason: reason.to_string(),
-            });
-        }
-        self.actions.push_back(ServerAction::ListChanged);
+        self.conns.close_all(reason);
+        self.conns.push(ServerAction::ListChanged);
     }
 
     // ----- lines -----
 
     fn handle_line(&mut self, now: Instant, conn: ConnId, line: FramedLine) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
-        let (ip, joined) = (c.ip, c.slot.is_some());
+        let (ip, joined) = (c.ip, c.state.slot.is_some());
         if !joined && self.bans.is_banned(ip) {
             self.counters.banned_refusals += 1;
             log::info!("refused banned address {ip}");
@@ -502,9 +454,7 @@ impl SlotServerCore {
             Err(fault) => {
                 self.counters.invalid_requests += 1;
                 log::debug!("connection {conn} from {ip}: {}", fault.describe());
-                self.send(conn, text::INVALID_REQUEST);
-                if fault == LineFault::Overlong {
-                    self.counters.overlong_lines += 1;
+                if self.conns.refuse_line(conn, fault, text::INVALID_REQUEST) {
                     self.close(conn, fault.describe());
                 }
                 return;
@@ -541,10 +491,10 @@ impl SlotServerCore {
         port: Option<u16>,
         token: Option<u32>,
     ) {
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.conns.get(conn) else {
             return;
         };
-        if c.slot.is_some() {
+        if c.state.slot.is_some() {
             self.counters.invalid_requests += 1;
             self.send(conn, text::INVALID_REQUEST);
             return;
@@ -573,9 +523,9 @@ impl SlotServerCore {
             conn,
             since: self.wall_clock.at(now),
         };
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.slot = Some(slot);
-            c.join_deadline = None;
+        if let Some(c) = self.conns.get_mut(conn) {
+            c.state.slot = Some(slot);
+            c.state.join_deadline = None;
         }
         self.counters.joins += 1;
         log::info!(
@@ -605,26 +555,26 @@ impl SlotServerCore {
         });
         self.slots[usize::from(slot)] = Some(record.clone());
         self.roster.push_back(RosterChange::Joined(record));
-        self.actions.push_back(ServerAction::ListChanged);
+        self.conns.push(ServerAction::ListChanged);
     }
 
     fn remove_me(&mut self, now: Instant, conn: ConnId) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        let Some(slot) = c.slot.take() else {
+        let Some(slot) = c.state.slot.take() else {
             self.send(conn, text::NOT_JOINED);
             return;
         };
         // Connected but no longer joined: it must join again (or go) in time.
-        c.join_deadline = deadline(now, self.config.handshake_timeout);
+        c.state.join_deadline = deadline(now, self.config.handshake_timeout);
         self.counters.removes += 1;
         self.send(conn, text::REMOVING_YOU);
         self.free_slot(slot, "removed itself");
     }
 
     fn rename(&mut self, conn: ConnId, name: String) {
-        let Some(slot) = self.conns.get(&conn).and_then(|c| c.slot) else {
+        let Some(slot) = self.conns.get(conn).and_then(|c| c.state.slot) else {
             self.counters.renames_refused += 1;
             self.send(conn, text::NOT_JOINED);
             return;
@@ -650,7 +600,7 @@ impl SlotServerCore {
             text::rename_player(ip, &name, ext.then_some(port))
         });
         self.roster.push_back(RosterChange::Renamed { slot, name });
-        self.actions.push_back(ServerAction::ListChanged);
+        self.conns.push(ServerAction::ListChanged);
     }
 
     // ----- helpers -----
@@ -660,10 +610,7 @@ impl SlotServerCore {
     }
 
     fn send(&mut self, conn: ConnId, line: &str) {
-        self.actions.push_back(ServerAction::SendLine {
-            conn,
-            line: line.to_string(),
-        });
+        self.conns.send(conn, line);
     }
 
     /// Send a line (formatted per receiver: `true` = extended) to every joined player but `slot`.
@@ -695,22 +642,14 @@ impl SlotServerCore {
             slot,
             reason: reason.to_string(),
         });
-        self.actions.push_back(ServerAction::ListChanged);
+        self.conns.push(ServerAction::ListChanged);
     }
 
     /// Forget a connection (freeing its slot) and ask the driver to close it.
     fn close(&mut self, conn: ConnId, reason: &str) {
-        let Some(c) = self.conns.remove(&conn) else {
-            return;
-        };
-        log::debug!("closing connection {conn} from {}: {reason}", c.ip);
-        if let Some(slot) = c.slot {
+        if let Some(slot) = self.conns.close(conn, reason).and_then(|c| c.state.slot) {
             self.free_slot(slot, reason);
         }
-        self.actions.push_back(ServerAction::Close {
-            conn,
-            reason: reason.to_string(),
-        });
     }
 
     /// Reload the ban file if it changed; then close every connection from a newly banned
@@ -728,7 +667,7 @@ impl SlotServerCore {
             .conns
             .iter()
             .filter(|(_, c)| self.bans.is_banned(c.ip))
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
         for conn in banned {
             self.counters.kicked_by_ban += 1;
