@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::server::text_fields::{self, printable, OS_MARK};
+use crate::server::text_fields::{self, printable, JoinHeadError, OS_MARK};
 
 /// Reply: the join was accepted and the server is listed.
 pub const JOIN_ACCEPTED: &str = "join accepted";
@@ -147,6 +147,18 @@ impl RequestError {
     }
 }
 
+impl From<JoinHeadError> for RequestError {
+    fn from(e: JoinHeadError) -> Self {
+        match e {
+            JoinHeadError::BadVersion => RequestError::BadVersion,
+            JoinHeadError::Incompatible { major, minor } => {
+                RequestError::Incompatible { major, minor }
+            }
+            JoinHeadError::MalformedJoin => RequestError::MalformedJoin,
+        }
+    }
+}
+
 impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -201,18 +213,7 @@ fn parse_players(rest: &str) -> Result<MasterRequest, RequestError> {
 
 /// The text after `version:`.
 fn parse_join(rest: &str) -> Result<JoinRequest, RequestError> {
-    let rest = rest.trim_start_matches(' ');
-    let version_end = rest.find(' ').unwrap_or(rest.len());
-    let (major, minor) =
-        text_fields::parse_version(&rest[..version_end]).ok_or(RequestError::BadVersion)?;
-    // Another major version is answered as such, whatever follows it.
-    if major != PROTOCOL_MAJOR {
-        return Err(RequestError::Incompatible { major, minor });
-    }
-    let rest = rest[version_end..].trim_start_matches(' ');
-    let rest = rest
-        .strip_prefix("join me:")
-        .ok_or(RequestError::MalformedJoin)?;
+    let (major, minor, rest) = text_fields::join_head(rest, PROTOCOL_MAJOR)?;
     let (name, rest) = rest
         .split_once(OS_MARK)
         .ok_or(RequestError::MalformedJoin)?;

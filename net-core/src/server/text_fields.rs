@@ -1,7 +1,8 @@
 //! Field parsers shared by the two text protocols: the slot/gameserver client lines
 //! ([`super::text_protocol`]) and the masterserver requests (`crate::master::protocol`). Both
 //! join lines carry a `X.Y` version, decimal numbers, and names of printable ASCII; what a bad
-//! field is called, and what is answered, stays with each protocol (these return `None`).
+//! field is called, and what is answered, stays with each protocol (these return `None`, or
+//! [`JoinHeadError`] for the start of a join line).
 //!
 //! The input is untrusted text; nothing here panics or allocates except for the returned name.
 
@@ -40,9 +41,59 @@ pub fn name(text: &str) -> Option<String> {
     printable(text, MAX_NAME_LEN).filter(|name| !name.contains(OS_MARK))
 }
 
+/// What is wrong with the start of a join line; each protocol names it in its own error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinHeadError {
+    /// The version is not `digits.digits`.
+    BadVersion,
+    /// A well-formed version of another major number (answered as such, whatever follows).
+    Incompatible { major: u16, minor: u16 },
+    /// No `join me:` after the version.
+    MalformedJoin,
+}
+
+/// The start of both join lines: given the text after `version:`, read ` X.Y join me:` for a
+/// server that speaks major version `speaks`; returns the version and the text after
+/// `join me:`.
+pub fn join_head(after_version: &str, speaks: u16) -> Result<(u16, u16, &str), JoinHeadError> {
+    let rest = after_version.trim_start_matches(' ');
+    let version_end = rest.find(' ').unwrap_or(rest.len());
+    let (major, minor) = parse_version(&rest[..version_end]).ok_or(JoinHeadError::BadVersion)?;
+    if major != speaks {
+        return Err(JoinHeadError::Incompatible { major, minor });
+    }
+    let rest = rest[version_end..].trim_start_matches(' ');
+    let rest = rest
+        .strip_prefix("join me:")
+        .ok_or(JoinHeadError::MalformedJoin)?;
+    Ok((major, minor, rest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_join_head_gives_the_version_and_the_rest() {
+        assert_eq!(
+            join_head(" 1.3 join me: x os: y", 1),
+            Ok((1, 3, " x os: y"))
+        );
+        assert_eq!(join_head("1.0   join me:", 1), Ok((1, 0, "")));
+        assert_eq!(
+            join_head(" 1,0 join me: x", 1),
+            Err(JoinHeadError::BadVersion)
+        );
+        assert_eq!(
+            join_head(" 2.0 anything at all", 1),
+            Err(JoinHeadError::Incompatible { major: 2, minor: 0 })
+        );
+        assert_eq!(
+            join_head(" 1.0 join: x", 1),
+            Err(JoinHeadError::MalformedJoin)
+        );
+        assert_eq!(join_head(" 1.0", 1), Err(JoinHeadError::MalformedJoin));
+    }
 
     #[test]
     fn digits_within_their_count_and_type() {

@@ -13,7 +13,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 pub use super::text_fields::MAX_NAME_LEN;
-use super::text_fields::{self, parse_digits, OS_MARK};
+use super::text_fields::{self, parse_digits, JoinHeadError, OS_MARK};
 
 /// The UDP port a client uses when its join does not say (design section 2.4.1).
 pub const DEFAULT_CLIENT_PORT: u16 = 6526;
@@ -87,6 +87,18 @@ impl LineError {
     }
 }
 
+impl From<JoinHeadError> for LineError {
+    fn from(e: JoinHeadError) -> Self {
+        match e {
+            JoinHeadError::BadVersion => LineError::BadVersion,
+            JoinHeadError::Incompatible { major, minor } => {
+                LineError::Incompatible { major, minor }
+            }
+            JoinHeadError::MalformedJoin => LineError::MalformedJoin,
+        }
+    }
+}
+
 impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -105,7 +117,6 @@ impl fmt::Display for LineError {
 }
 
 const JOIN_PREFIX: &str = "version:";
-const JOIN_ME: &str = "join me:";
 const PORT_MARK: &str = " port: ";
 const TOKEN_MARK: &str = " token: ";
 const NEW_NAME_PREFIX: &str = "my new name:";
@@ -127,16 +138,7 @@ pub fn parse_client_line(line: &str) -> Result<ClientLine, LineError> {
 
 /// The text after `version:`.
 fn parse_join(rest: &str) -> Result<ClientLine, LineError> {
-    let rest = rest.trim_start_matches(' ');
-    let version_end = rest.find(' ').unwrap_or(rest.len());
-    let (major, minor) =
-        text_fields::parse_version(&rest[..version_end]).ok_or(LineError::BadVersion)?;
-    // A version this server does not speak is answered as such, whatever follows it.
-    if major != PROTOCOL_MAJOR {
-        return Err(LineError::Incompatible { major, minor });
-    }
-    let rest = rest[version_end..].trim_start_matches(' ');
-    let rest = rest.strip_prefix(JOIN_ME).ok_or(LineError::MalformedJoin)?;
+    let (major, minor, rest) = text_fields::join_head(rest, PROTOCOL_MAJOR)?;
     let (name, tail) = match rest.split_once(OS_MARK) {
         Some(parts) => parts,
         // "... os:" with nothing after it: the OS is missing.
