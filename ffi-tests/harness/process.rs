@@ -36,6 +36,33 @@ impl Output {
             self.transcript()
         );
     }
+
+    /// Panic unless a check program (`c/*.c`, `cpp/*.cpp`) passed: status 0, its summary line
+    /// `NAME: ... 0 failed`, and no sanitizer report on stderr. Prints the summary and the
+    /// program's `NOTE ` lines under `what`.
+    pub fn assert_checks_passed(&self, name: &str, what: &str) {
+        self.assert_success(what);
+        let prefix = format!("{name}: ");
+        let summary = self
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or("(no summary)");
+        assert!(
+            summary.ends_with(" 0 failed"),
+            "{what}: {summary}\n{}",
+            self.transcript()
+        );
+        assert!(
+            !self.stderr.contains("Sanitizer"),
+            "{what}: a sanitizer report\n{}",
+            self.transcript()
+        );
+        println!("{what}: {summary}");
+        for note in self.stdout.lines().filter(|l| l.starts_with("NOTE ")) {
+            println!("{what}: {note}");
+        }
+    }
 }
 
 /// Run `command` (stdin closed) until it exits, at most `timeout`; a program still running then

@@ -8,47 +8,28 @@
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::process::{run, run_asan, run_under_valgrind, Output};
+use parsec_net_ffi_tests::process::{run, run_asan, run_under_valgrind};
 use parsec_net_ffi_tests::Build;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-fn assert_all_checks_passed(out: &Output, what: &str) {
-    out.assert_success(what);
-    let summary = out
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("game_api: "))
-        .unwrap_or("(no summary)");
-    assert!(
-        summary.ends_with(" 0 failed"),
-        "{what}: {summary}\n{}",
-        out.transcript()
-    );
-    println!("{what}: {summary}");
-    for note in out.stdout.lines().filter(|l| l.starts_with("NOTE ")) {
-        println!("{what}: {note}");
-    }
-}
-
 #[test]
 fn game_interface_from_c() {
     let program = Build::c("c/game_api.c").build();
-    assert_all_checks_passed(&run(Command::new(program), TIMEOUT), "game_api");
+    run(Command::new(program), TIMEOUT).assert_checks_passed("game_api", "game_api");
 }
 
 #[test]
 fn game_interface_from_c_under_asan() {
     let program = Build::c("c/game_api.c").asan().build();
     let out = run_asan(Command::new(program), TIMEOUT);
-    assert_all_checks_passed(&out, "game_api (AddressSanitizer)");
-    assert!(!out.stderr.contains("Sanitizer"), "{}", out.transcript());
+    out.assert_checks_passed("game_api", "game_api (AddressSanitizer)");
 }
 
 #[test]
 fn game_interface_from_c_under_valgrind() {
     let program = Build::c("c/game_api.c").build();
     if let Some(out) = run_under_valgrind(&program, &[], TIMEOUT) {
-        assert_all_checks_passed(&out, "game_api (valgrind)");
+        out.assert_checks_passed("game_api", "game_api (valgrind)");
     }
 }
