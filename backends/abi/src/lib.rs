@@ -195,6 +195,7 @@ pub type NET_BackendEntryFn =
     unsafe extern "C" fn(core_abi_version: u32) -> *const NET_BackendVTable;
 
 pub mod helpers;
+pub mod os_error;
 pub mod shim;
 
 #[cfg(any(test, feature = "test-support"))]

@@ -1,5 +1,5 @@
 //! Operating-system errors turned into one-line text and ABI result codes, including the error
-//! `open` reports. This module only describes and classifies; it must never perform I/O or
+//! `open` reports (the groups every backend shares are `parsec_backend_abi::os_error`). This module only describes and classifies; it must never perform I/O or
 //! decide whether an operation is retried (that is the caller's policy).
 // Without packet sockets only the messages are used; the errno mapping stays (and is tested).
 #![cfg_attr(
@@ -23,41 +23,9 @@ pub const NEED_CAP_NET_RAW: &str =
 /// The message on systems without Linux packet sockets.
 pub const NOT_SUPPORTED: &str = "ipx: not supported on this system (needs Linux AF_PACKET)";
 
-/// The OS error as a short line without std's " (os error N)" suffix.
-pub fn describe(err: &io::Error) -> String {
-    let text = err.to_string();
-    if err.raw_os_error().is_some() && text.ends_with(')') {
-        if let Some(at) = text.rfind(" (os error ") {
-            return text[..at].to_string();
-        }
-    }
-    text
-}
-
-fn errno_is(err: &io::Error, codes: &[i32]) -> bool {
-    err.raw_os_error().is_some_and(|code| codes.contains(&code))
-}
-
-/// The call was interrupted by a signal and can simply be repeated.
-pub fn is_interrupted(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::Interrupted
-}
-
-/// Nothing can be done right now (no frame waiting, or the interface queue is full).
-pub fn is_would_block(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::WouldBlock
-        || errno_is(err, &[libc::EAGAIN, libc::EWOULDBLOCK, libc::ENOBUFS])
-}
-
-/// The process lacks the privilege (CAP_NET_RAW) for the call.
-pub fn is_permission(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::PermissionDenied || errno_is(err, &[libc::EPERM, libc::EACCES])
-}
-
-/// The kernel has no packet sockets (built without CONFIG_PACKET, or a sandbox forbids them).
-pub fn is_family_unsupported(err: &io::Error) -> bool {
-    errno_is(err, &[libc::EAFNOSUPPORT, libc::EPROTONOSUPPORT])
-}
+pub use parsec_backend_abi::os_error::{
+    describe, errno_is, is_family_unsupported, is_interrupted, is_permission, is_would_block,
+};
 
 /// The interface went away or went down.
 pub fn is_interface_gone(err: &io::Error) -> bool {
@@ -98,13 +66,6 @@ pub fn send_error_code(err: &io::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn describe_drops_the_os_error_number() {
-        let text = describe(&io::Error::from_raw_os_error(libc::EPERM));
-        assert!(!text.contains("os error") && !text.is_empty(), "{text}");
-        assert_eq!(describe(&io::Error::other("plain (text)")), "plain (text)");
-    }
 
     #[test]
     fn socket_errors_map_to_codes_and_messages() {
