@@ -505,6 +505,23 @@ local function entry_range(ctx, cur, fixed, name_at)
     return ctx.tvb(cur.pos, math.max(0, math.min(len, left)))
 end
 
+-- What a player-list entry and a connect request both end with: a non-zero token, a node and
+-- a name. The name and the address are added to the entry's text; returns the name (nil if
+-- it could not be read).
+local function add_token_node_name(ctx, cur, entry, token_field, node_field, address_field,
+                                   name_field, token_what)
+    add_nonzero(ctx, cur, entry, token_field, token_what)
+    local address = add_node(ctx, cur, entry, node_field, address_field)
+    local name = add_string(ctx, cur, entry, name_field, MAX_NAME_LEN, "name")
+    if name then
+        entry:append_text(": " .. quote(name))
+    end
+    if address then
+        entry:append_text(" at " .. address)
+    end
+    return name
+end
+
 -- A player-list or connect-queue count (1-16).
 local function add_count(ctx, cur, tree)
     local count, item = add_uint(ctx, cur, tree, F.ev_entry_count, 1, "entry count")
@@ -613,15 +630,10 @@ body[RE_PLAYERLIST] = function(ctx, cur, tree)
                 problem(ctx, flags_item, E.reserved, "reserved player flag bits are set")
             end
         end
-        add_nonzero(ctx, cur, entry, F.pl_token, "player token")
-        local address = add_node(ctx, cur, entry, F.pl_node, F.pl_address)
-        local name = add_string(ctx, cur, entry, F.pl_name, MAX_NAME_LEN, "name")
+        local name = add_token_node_name(ctx, cur, entry, F.pl_token, F.pl_node, F.pl_address,
+            F.pl_name, "player token")
         if name then
-            entry:append_text(": " .. quote(name))
             names[#names + 1] = (slot or "?") .. " " .. clean(name)
-        end
-        if address then
-            entry:append_text(" at " .. address)
         end
     end
     return "[" .. table.concat(names, ", ") .. "]"
@@ -640,15 +652,10 @@ body[RE_CONNECTQUEUE] = function(ctx, cur, tree)
         -- token, node, then the name's length byte at offset 36
         local entry = tree:add(F.request, entry_range(ctx, cur, 37, 36))
         entry:set_text("Connect request " .. i)
-        add_nonzero(ctx, cur, entry, F.rq_token, "request token")
-        local address = add_node(ctx, cur, entry, F.rq_node, F.rq_address)
-        local name = add_string(ctx, cur, entry, F.rq_name, MAX_NAME_LEN, "name")
+        local name = add_token_node_name(ctx, cur, entry, F.rq_token, F.rq_node, F.rq_address,
+            F.rq_name, "request token")
         if name then
-            entry:append_text(": " .. quote(name))
             names[#names + 1] = clean(name)
-        end
-        if address then
-            entry:append_text(" at " .. address)
         end
     end
     return "[" .. table.concat(names, ", ") .. "]"
