@@ -197,6 +197,7 @@ pub type NET_BackendEntryFn =
 pub mod helpers;
 pub mod os_error;
 pub mod shim;
+pub mod traffic;
 
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]

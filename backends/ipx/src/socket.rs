@@ -223,7 +223,7 @@ impl BackendSocket for IpxSocket {
         }
         match self.raw.send(&self.send_buf, dst.node) {
             Ok(()) => {
-                self.stats.count_sent(data.len());
+                self.stats.traffic.count_sent(data.len());
                 NET_BACKEND_OK
             }
             Err(e) if oserr::is_would_block(&e) => {
@@ -258,7 +258,7 @@ impl BackendSocket for IpxSocket {
             );
             return Err(self.fail(NET_BACKEND_ERR_TOO_LARGE, msg));
         }
-        self.stats.count_received(len);
+        self.stats.traffic.count_received(len);
         match self.recv_buf.get(PAYLOAD_AT..PAYLOAD_AT + len) {
             Some(payload) => Ok(Some((node::encode(&src), payload))),
             None => Ok(None), // unreachable: `frame::parse` checked the bounds

@@ -2,20 +2,16 @@
 //! statistics call yet), and their one-line summary. This module only counts; it must never
 //! decide what to do with traffic.
 
+use parsec_backend_abi::traffic::Traffic;
+
 use crate::filter::Rejection;
 use crate::frame::Malformed;
 
 /// Counters of one socket since it was opened. All counts wrap only after 2^64 events.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Frames handed to the kernel by `send`.
-    pub datagrams_sent: u64,
-    /// Payload bytes of `datagrams_sent` (padding and headers not counted).
-    pub bytes_sent: u64,
-    /// Datagrams delivered to the caller by `receive`.
-    pub datagrams_received: u64,
-    /// Payload bytes of `datagrams_received`.
-    pub bytes_received: u64,
+    /// Datagrams and bytes sent and delivered.
+    pub traffic: Traffic,
     /// Frames read from the packet socket, delivered or not.
     pub frames_read: u64,
     /// Frames shorter than an Ethernet header.
@@ -45,18 +41,6 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Record one datagram accepted by the kernel for sending.
-    pub fn count_sent(&mut self, len: usize) {
-        self.datagrams_sent = self.datagrams_sent.wrapping_add(1);
-        self.bytes_sent = self.bytes_sent.wrapping_add(len as u64);
-    }
-
-    /// Record one datagram delivered to the caller.
-    pub fn count_received(&mut self, len: usize) {
-        self.datagrams_received = self.datagrams_received.wrapping_add(1);
-        self.bytes_received = self.bytes_received.wrapping_add(len as u64);
-    }
-
     /// Record a frame that is not well-formed IPX.
     pub fn count_malformed(&mut self, why: &Malformed) {
         let counter = match why {
@@ -104,10 +88,10 @@ impl Stats {
     pub fn summary(&self) -> String {
         let mut line = format!(
             "ipx: sent {} ({} B), received {} ({} B), frames read {}, dropped {}",
-            self.datagrams_sent,
-            self.bytes_sent,
-            self.datagrams_received,
-            self.bytes_received,
+            self.traffic.datagrams_sent,
+            self.traffic.bytes_sent,
+            self.traffic.datagrams_received,
+            self.traffic.bytes_received,
             self.frames_read,
             self.dropped_total()
         );

@@ -120,7 +120,7 @@ fn foreign_frames_are_dropped_and_counted() {
 
     let s = b.stats();
     let summary = s.summary();
-    assert_eq!(s.datagrams_received, 1, "{summary}");
+    assert_eq!(s.traffic.datagrams_received, 1, "{summary}");
     assert_eq!(
         s.dropped_wrong_ethertype, 0,
         "filtered by the kernel: {summary}"

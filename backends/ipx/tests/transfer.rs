@@ -84,9 +84,15 @@ fn unicast_and_broadcast_between_namespaces() {
 
     let sa = a.stats();
     let sb = b.stats();
-    assert_eq!((sa.datagrams_sent, sa.datagrams_received), (5, 1));
-    assert_eq!((sb.datagrams_sent, sb.datagrams_received), (1, 5));
-    assert_eq!(sb.bytes_received, 1 + 17 + 45 + 546 + 13);
+    assert_eq!(
+        (sa.traffic.datagrams_sent, sa.traffic.datagrams_received),
+        (5, 1)
+    );
+    assert_eq!(
+        (sb.traffic.datagrams_sent, sb.traffic.datagrams_received),
+        (1, 5)
+    );
+    assert_eq!(sb.traffic.bytes_received, 1 + 17 + 45 + 546 + 13);
     assert_eq!(sb.dropped_total(), 0, "{}", sb.summary());
     assert_eq!(sa.dropped_total(), 0, "{}", sa.summary());
 }

@@ -22,18 +22,9 @@ use crate::inner::{self, Inner, Spec};
 use crate::options::{self, INNER_KEY};
 use crate::record::{self, Direction, Recorder, SHOWN_BYTES};
 
-/// Traffic counted by one trace socket since it was opened (with or without a trace file).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Datagrams the inner backend accepted (`send` returned OK).
-    pub datagrams_sent: u64,
-    /// Payload bytes of `datagrams_sent`.
-    pub bytes_sent: u64,
-    /// Datagrams the inner backend delivered (`receive` returned a length).
-    pub datagrams_received: u64,
-    /// Payload bytes of `datagrams_received`.
-    pub bytes_received: u64,
-}
+/// Traffic counted by one trace socket since it was opened (with or without a trace file):
+/// what the inner backend accepted from `send` and delivered from `receive`.
+pub type Counters = parsec_backend_abi::traffic::Traffic;
 
 /// The state behind one trace socket handle.
 #[derive(Debug)]
@@ -150,8 +141,7 @@ impl TraceSocket {
         // SAFETY: the caller's pointers are passed on unchanged with the same guarantees.
         let rc = unsafe { (self.inner.f.send)(self.handle, to, data, len) };
         if rc == NET_BACKEND_OK {
-            self.counters.datagrams_sent = self.counters.datagrams_sent.wrapping_add(1);
-            self.counters.bytes_sent = self.counters.bytes_sent.wrapping_add(len as u64);
+            self.counters.count_sent(len);
             if self.recorder.is_some() {
                 // SAFETY: `to` points to a node; `data` is readable for `len` >= the bytes read.
                 let (to, head) = unsafe {
@@ -187,8 +177,7 @@ impl TraceSocket {
             ));
             return NET_BACKEND_ERR_IO;
         }
-        self.counters.datagrams_received = self.counters.datagrams_received.wrapping_add(1);
-        self.counters.bytes_received = self.counters.bytes_received.wrapping_add(len as u64);
+        self.counters.count_received(len);
         if self.recorder.is_some() {
             // SAFETY: the inner backend wrote the sender into `from` and `len` <= `cap` bytes
             // into `buf`, both of which the caller made available.

@@ -155,7 +155,7 @@ impl UdpSocket {
         loop {
             match socket.send_to(data, &target) {
                 Ok(_) => {
-                    self.stats.count_sent(data.len());
+                    self.stats.traffic.count_sent(data.len());
                     return NET_BACKEND_OK;
                 }
                 Err(e) if oserr::is_interrupted(&e) => {}
@@ -253,7 +253,7 @@ impl UdpSocket {
             );
             return Err(NET_BACKEND_ERR_TOO_LARGE);
         }
-        self.stats.count_received(data.len());
+        self.stats.traffic.count_received(data.len());
         Ok(Some((from, data)))
     }
 

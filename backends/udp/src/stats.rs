@@ -1,17 +1,13 @@
 //! Traffic counters of one UDP backend socket, readable from Rust only (the backend ABI has no
 //! statistics call yet). This module only counts; it must never decide what to do with traffic.
 
+use parsec_backend_abi::traffic::Traffic;
+
 /// Counters of one socket since it was opened. All counts wrap only after 2^64 events.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Datagrams handed to the operating system by `send`.
-    pub datagrams_sent: u64,
-    /// Payload bytes of `datagrams_sent`.
-    pub bytes_sent: u64,
-    /// Datagrams delivered to the caller by `receive`.
-    pub datagrams_received: u64,
-    /// Payload bytes of `datagrams_received`.
-    pub bytes_received: u64,
+    /// Datagrams and bytes sent and delivered.
+    pub traffic: Traffic,
     /// Datagrams that arrived larger than the backend's maximum payload (dropped, never truncated).
     pub dropped_oversize: u64,
     /// Datagrams that arrived with no payload (dropped).
@@ -26,18 +22,4 @@ pub struct Stats {
     pub icmp_errors_ignored: u64,
     /// Receive system calls made (`recvmmsg` batches or single `recvfrom` calls).
     pub receive_syscalls: u64,
-}
-
-impl Stats {
-    /// Record one datagram accepted by the operating system for sending.
-    pub fn count_sent(&mut self, len: usize) {
-        self.datagrams_sent = self.datagrams_sent.wrapping_add(1);
-        self.bytes_sent = self.bytes_sent.wrapping_add(len as u64);
-    }
-
-    /// Record one datagram delivered to the caller.
-    pub fn count_received(&mut self, len: usize) {
-        self.datagrams_received = self.datagrams_received.wrapping_add(1);
-        self.bytes_received = self.bytes_received.wrapping_add(len as u64);
-    }
 }

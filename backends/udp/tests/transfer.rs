@@ -37,8 +37,17 @@ fn ipv4_datagrams_flow_both_ways_between_ephemeral_sockets() {
     assert_eq!(a.receive(2048), Ok(None));
 
     let stats = a.stats();
-    assert_eq!((stats.datagrams_sent, stats.bytes_sent), (1, 5));
-    assert_eq!((stats.datagrams_received, stats.bytes_received), (1, 7));
+    assert_eq!(
+        (stats.traffic.datagrams_sent, stats.traffic.bytes_sent),
+        (1, 5)
+    );
+    assert_eq!(
+        (
+            stats.traffic.datagrams_received,
+            stats.traffic.bytes_received
+        ),
+        (1, 7)
+    );
 }
 
 #[test]
@@ -117,7 +126,7 @@ fn burst(options: &str) -> Sock {
         assert_eq!(data.len(), 64 + (expected as usize % 50));
     }
     assert_eq!(rx.receive(2048), Ok(None));
-    assert_eq!(rx.stats().datagrams_received, 200);
+    assert_eq!(rx.stats().traffic.datagrams_received, 200);
     rx
 }
 
@@ -153,7 +162,7 @@ fn oversize_and_empty_sends_are_rejected() {
     a.send_ok(&to, &[2u8; 1400]);
     let (_, data) = b.receive_within(SECOND).expect("1400-byte datagram");
     assert_eq!(data.len(), 1400);
-    assert_eq!(a.stats().datagrams_sent, 1);
+    assert_eq!(a.stats().traffic.datagrams_sent, 1);
 }
 
 #[test]
@@ -174,7 +183,7 @@ fn oversize_and_empty_datagrams_from_outside_are_dropped_and_counted() {
     let stats = rx.stats();
     assert_eq!(stats.dropped_oversize, 2);
     assert_eq!(stats.dropped_zero_length, 1);
-    assert_eq!(stats.datagrams_received, 1);
+    assert_eq!(stats.traffic.datagrams_received, 1);
 }
 
 #[test]
