@@ -12,6 +12,8 @@ const FIGURES: &[(&str, &str)] = &[
     ("rtt", "stack_p50_us"),
     ("rtt", "stack_p99_us"),
     ("rtt", "ratio_p50"),
+    ("rtt", "drained_p50_us"),
+    ("rtt", "floor_ratio_p50"),
     ("echo", "echoes_per_s"),
     ("jump_table", "compare_ratio"),
     ("jump_table", "maintain_ratio"),

@@ -11,7 +11,7 @@ use super::svg::{Chart, Series};
 /// A named quantity of a scaling row, for one line of a plot.
 type RowSeries<'a> = (&'a str, fn(&ScalingRow) -> f64);
 
-const COLORS: [&str; 3] = ["#1f77b4", "#d62728", "#2ca02c"];
+const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#7f7f7f"];
 
 fn write(dir: &Path, name: &str, chart: &Chart) -> Result<PathBuf, String> {
     let path = dir.join(name);
@@ -21,11 +21,15 @@ fn write(dir: &Path, name: &str, chart: &Chart) -> Result<PathBuf, String> {
 }
 
 /// The RTT samples by kind.
-fn kinds(r: &RttResult) -> [(&'static str, Vec<f64>); 3] {
+fn kinds(r: &RttResult) -> [(&'static str, Vec<f64>); 4] {
     [
         ("raw UDP", sorted(r.udp.clone())),
         ("whole stack", sorted(r.stack.clone())),
         ("whole stack, reliable", sorted(r.stack_reliable.clone())),
+        (
+            "raw UDP + draining read (floor)",
+            sorted(r.udp_drained.clone()),
+        ),
     ]
 }
 

@@ -25,6 +25,8 @@ pub struct RttPlan {
 #[derive(Debug, Default)]
 pub struct RttResult {
     pub udp: Vec<f64>,
+    /// Raw UDP whose receives each end with a read that finds the socket empty.
+    pub udp_drained: Vec<f64>,
     pub stack: Vec<f64>,
     pub stack_reliable: Vec<f64>,
     pub allocations: u64,
@@ -98,10 +100,12 @@ impl UdpPair {
         Ok(UdpPair { a, b })
     }
 
-    fn round(&mut self, n: usize) -> Result<Vec<f64>, String> {
+    /// `n` round trips; with `drain`, each receive ends with a read that finds nothing.
+    fn round(&mut self, n: usize, drain: bool) -> Result<Vec<f64>, String> {
         let wait = Duration::from_secs(30) + Duration::from_millis(n as u64);
-        self.b.send(&format!("echo {n}"))?;
-        let rtts = rtt_line(&self.a.ask(&format!("ping {n}"), "rtt", wait)?)?;
+        let drain = u8::from(drain);
+        self.b.send(&format!("echo {n} {drain}"))?;
+        let rtts = rtt_line(&self.a.ask(&format!("ping {n} {drain}"), "rtt", wait)?)?;
         self.a.expect("done", wait)?;
         self.b.expect("done", wait)?;
         Ok(rtts)
@@ -146,16 +150,22 @@ fn rtt_line(rest: &str) -> Result<Vec<f64>, String> {
 pub fn measure(plan: RttPlan) -> Result<RttResult, String> {
     let mut udp = UdpPair::start()?;
     let mut stack = PeerPair::start(("pinger", "echoer"))?;
-    udp.round(plan.warmup)?;
+    udp.round(plan.warmup, false)?;
+    udp.round(plan.warmup, true)?;
     stack_round(&mut stack, plan.warmup, false)?;
     stack_round(&mut stack, plan.warmup, true)?;
     let mut result = RttResult::default();
     for round in 0..plan.rounds {
         // Alternate which kind goes first, so neither always follows the other.
-        let order: [u8; 3] = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        let order: [u8; 4] = if round % 2 == 0 {
+            [0, 1, 2, 3]
+        } else {
+            [3, 2, 1, 0]
+        };
         for kind in order {
             match kind {
-                0 => result.udp.extend(udp.round(plan.per_round)?),
+                0 => result.udp.extend(udp.round(plan.per_round, false)?),
+                3 => result.udp_drained.extend(udp.round(plan.per_round, true)?),
                 _ => {
                     let reliable = kind == 2;
                     let r = stack_round(&mut stack, plan.per_round, reliable)?;
@@ -187,8 +197,9 @@ pub fn measure(plan: RttPlan) -> Result<RttResult, String> {
 /// The RTT section: p50/p99 of each kind and the ratios against raw UDP.
 pub fn section(plan: RttPlan, r: &RttResult) -> Section {
     let mut s = Section::new("rtt", TITLE);
-    let (udp, stack, reliable) = (
+    let (udp, drained, stack, reliable) = (
         sorted(r.udp.clone()),
+        sorted(r.udp_drained.clone()),
         sorted(r.stack.clone()),
         sorted(r.stack_reliable.clone()),
     );
@@ -226,6 +237,21 @@ pub fn section(plan: RttPlan, r: &RttResult) -> Section {
         "ratio_p99",
         "whole stack / raw UDP, p99",
         p(&stack, 99.0) / p(&udp, 99.0),
+        "",
+    ));
+    s.figure(
+        Figure::new(
+            "drained_p50_us",
+            "raw UDP + draining read p50 (floor)",
+            p(&drained, 50.0),
+            "µs",
+        )
+        .baseline(p(&udp, 50.0)),
+    );
+    s.figure(Figure::new(
+        "floor_ratio_p50",
+        "floor / raw UDP, p50",
+        p(&drained, 50.0) / p(&udp, 50.0),
         "",
     ));
     s.figure(
@@ -272,10 +298,12 @@ pub fn section(plan: RttPlan, r: &RttResult) -> Section {
         plan.rounds, plan.per_round, plan.warmup
     ));
     s.note("baseline: two processes, std UDP sockets on 127.0.0.1, 64-byte datagram echoed");
+    s.note("floor: the baseline with every receive followed by a read that finds the socket empty, which a game frame must make so as not to leave an arrived datagram for the next frame (docs/benchmarks.md); the stack's ratio cannot go below it");
     s.note("whole stack: two processes in a 2-player peer game over the UDP backend on 127.0.0.1; NET_RmEvCustom of 64 bytes (flags 0; reliable: NET_SEND_RELIABLE), NETs_MaintainNet through the jump table, NET_PollEvent; the echo is queued when polled and leaves with the next frame");
     s.note("all four processes poll without sleeping (no wait call in the C API); RTT from before the send call to the poll that returns the answer");
     s.note(format!("empty poll / empty frame: one turn of each side's polling loop with nothing arriving, mean of {IDLE_TURNS}, median of {IDLE_ROUNDS} alternating runs; a datagram waits on average half a turn before it is noticed, on each side"));
     s.data.push(("udp_us".into(), quantiles(&udp)));
+    s.data.push(("udp_drained_us".into(), quantiles(&drained)));
     s.data.push(("stack_us".into(), quantiles(&stack)));
     s.data
         .push(("stack_reliable_us".into(), quantiles(&reliable)));

@@ -3,10 +3,14 @@
 //! prints `port P`, then takes commands on stdin:
 //!
 //! - `peer ADDR` -> `ok`: where datagrams go;
-//! - `ping N` -> `rtt NS...` and `done`: N round trips;
-//! - `echo N` -> `done`: answer N datagrams;
+//! - `ping N [DRAIN]` -> `rtt NS...` and `done`: N round trips;
+//! - `echo N [DRAIN]` -> `done`: answer N datagrams;
 //! - `idle N` -> `idle ns T`: N receive attempts with nothing arriving, T ns each on average;
 //! - `quit`.
+//!
+//! With `DRAIN` 1, every receive that returns a datagram is followed by reads until the socket
+//! answers "nothing", as a game frame's receive loop must end (it may not leave an arrived
+//! datagram for the next frame): the floor under any stack that keeps that promise.
 
 use std::io::BufRead;
 use std::net::{SocketAddr, UdpSocket};
@@ -26,6 +30,7 @@ pub fn run(_args: &[String]) -> Result<(), String> {
         let line = line.map_err(|e| e.to_string())?;
         let words: Vec<&str> = line.split_whitespace().collect();
         let count = || words.get(1).and_then(|n| n.parse::<u64>().ok());
+        let drain = words.get(2) == Some(&"1");
         let reply = match (words.first().copied(), peer) {
             (Some("quit"), _) => break,
             (Some("peer"), _) => match words.get(1).and_then(|a| a.parse().ok()) {
@@ -37,10 +42,10 @@ pub fn run(_args: &[String]) -> Result<(), String> {
             },
             (Some("ping"), Some(to)) => count()
                 .ok_or_else(|| "ping needs a count".to_string())
-                .and_then(|n| ping(&socket, to, n)),
+                .and_then(|n| ping(&socket, to, n, drain)),
             (Some("echo"), Some(to)) => count()
                 .ok_or_else(|| "echo needs a count".to_string())
-                .and_then(|n| echo(&socket, to, n)),
+                .and_then(|n| echo(&socket, to, n, drain)),
             (Some("idle"), _) => count()
                 .ok_or_else(|| "idle needs a count".to_string())
                 .map(|n| idle(&socket, n)),
@@ -54,12 +59,20 @@ pub fn run(_args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Receive one datagram, spinning on the non-blocking socket; give up after 10 s.
-fn receive(socket: &UdpSocket, buf: &mut [u8]) -> Result<usize, String> {
+/// Receive one datagram, spinning on the non-blocking socket; give up after 10 s. With `drain`,
+/// then read until the socket is empty (anything more that had arrived is discarded: in a
+/// ping-pong nothing does).
+fn receive(socket: &UdpSocket, buf: &mut [u8], drain: bool) -> Result<usize, String> {
     let start = Instant::now();
     loop {
         match socket.recv_from(buf) {
-            Ok((n, _)) => return Ok(n),
+            Ok((n, _)) => {
+                if drain {
+                    let mut rest = [0u8; 2048];
+                    while socket.recv_from(&mut rest).is_ok() {}
+                }
+                return Ok(n);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if start.elapsed() > Duration::from_secs(10) {
                     return Err("nothing received for 10 s".into());
@@ -82,7 +95,7 @@ fn idle(socket: &UdpSocket, n: u64) -> String {
     format!("idle ns {per_turn:.1}")
 }
 
-fn ping(socket: &UdpSocket, to: SocketAddr, n: u64) -> Result<String, String> {
+fn ping(socket: &UdpSocket, to: SocketAddr, n: u64, drain: bool) -> Result<String, String> {
     let mut rtts = Vec::with_capacity(n as usize);
     let mut data = [0x5Au8; EVENT_BYTES];
     let mut buf = [0u8; 2048];
@@ -93,7 +106,7 @@ fn ping(socket: &UdpSocket, to: SocketAddr, n: u64) -> Result<String, String> {
             .send_to(&data, to)
             .map_err(|e| format!("send: {e}"))?;
         loop {
-            let len = receive(socket, &mut buf)?;
+            let len = receive(socket, &mut buf, drain)?;
             if len >= 8 && buf[..8] == data[..8] {
                 break;
             }
@@ -105,10 +118,10 @@ fn ping(socket: &UdpSocket, to: SocketAddr, n: u64) -> Result<String, String> {
     Ok("done".into())
 }
 
-fn echo(socket: &UdpSocket, to: SocketAddr, n: u64) -> Result<String, String> {
+fn echo(socket: &UdpSocket, to: SocketAddr, n: u64, drain: bool) -> Result<String, String> {
     let mut buf = [0u8; 2048];
     for _ in 0..n {
-        let len = receive(socket, &mut buf)?;
+        let len = receive(socket, &mut buf, drain)?;
         socket
             .send_to(&buf[..len], to)
             .map_err(|e| format!("send: {e}"))?;
