@@ -1,6 +1,7 @@
 //! Operating-system errors turned into one-line text and ABI result codes, including the error
-//! `open` reports (the groups every backend shares are `parsec_backend_abi::os_error`). This module only describes and classifies; it must never perform I/O or
-//! decide whether an operation is retried (that is the caller's policy).
+//! `open` reports (the groups every backend shares are `parsec_backend_abi::os_error`). This
+//! module only describes and classifies; it must never perform I/O or decide whether an
+//! operation is retried (that is the caller's policy).
 // Without packet sockets only the messages are used; the errno mapping stays (and is tested).
 #![cfg_attr(
     not(all(target_os = "linux", not(parsec_ipx_unsupported))),

@@ -68,8 +68,8 @@ fn receive(socket: &UdpSocket, buf: &mut [u8], drain: bool) -> Result<usize, Str
         match socket.recv_from(buf) {
             Ok((n, _)) => {
                 if drain {
-                    let mut rest = [0u8; 2048];
-                    while socket.recv_from(&mut rest).is_ok() {}
+                    // Into the unused tail of `buf`: no buffer to clear on this path.
+                    while socket.recv_from(&mut buf[n..]).is_ok() {}
                 }
                 return Ok(n);
             }
