@@ -1,5 +1,6 @@
 /* The harness shared by the C ping-pong tools (udp_pingpong.c, uring_pingpong.c): two processes
- * on 127.0.0.1, the parent timing ROUNDS round trips (after WARMUP) of a SIZE-byte datagram,
+ * on 127.0.0.1, the parent timing ROUNDS round trips (after WARMUP) of a SIZE-byte datagram
+ * (ROUNDS is 20,000, or $PINGPONG_ROUNDS: 100 to 10,000,000, for short runs in tests),
  * the forked child echoing each one. Each tool supplies how one side receives: `setup` runs in
  * each process before its loop (may be NULL), `receive_one` spins until one datagram has been
  * read. Prints "LABEL: p50 N ns, p99 N ns". */
@@ -17,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS 20000
+#define DEFAULT_ROUNDS 20000
 #define WARMUP 1000
 
 static long long pingpong_now_ns(void) {
@@ -44,9 +45,23 @@ static int pingpong_socket(struct sockaddr_in *addr) {
     return fd;
 }
 
+/* The number of timed round trips: $PINGPONG_ROUNDS if set, else DEFAULT_ROUNDS. */
+static int pingpong_rounds(void) {
+    const char *text = getenv("PINGPONG_ROUNDS");
+    if (!text || !*text) return DEFAULT_ROUNDS;
+    char *end;
+    long rounds = strtol(text, &end, 10);
+    if (*end || rounds < 100 || rounds > 10000000) {
+        fprintf(stderr, "PINGPONG_ROUNDS must be a number from 100 to 10000000, not \"%s\"\n", text);
+        exit(2);
+    }
+    return (int)rounds;
+}
+
 static void pingpong_run(const char *label, int size, void (*setup)(int fd),
                          void (*receive_one)(int fd)) {
     static char payload[1400];
+    const int rounds = pingpong_rounds();
     struct sockaddr_in addr_a, addr_b;
     int a = pingpong_socket(&addr_a), b = pingpong_socket(&addr_b);
     pid_t echoer = fork();
@@ -56,27 +71,27 @@ static void pingpong_run(const char *label, int size, void (*setup)(int fd),
     }
     if (echoer == 0) {
         if (setup) setup(b);
-        for (int i = 0; i < ROUNDS + WARMUP; i++) {
+        for (int i = 0; i < rounds + WARMUP; i++) {
             receive_one(b);
             sendto(b, payload, size, 0, (void *)&addr_a, sizeof addr_a);
         }
         _exit(0);
     }
     if (setup) setup(a);
-    long long *rtts = malloc(sizeof *rtts * ROUNDS);
+    long long *rtts = malloc(sizeof *rtts * rounds);
     if (!rtts) {
         perror("malloc");
         exit(1);
     }
-    for (int i = 0; i < ROUNDS + WARMUP; i++) {
+    for (int i = 0; i < rounds + WARMUP; i++) {
         long long start = pingpong_now_ns();
         sendto(a, payload, size, 0, (void *)&addr_b, sizeof addr_b);
         receive_one(a);
         if (i >= WARMUP) rtts[i - WARMUP] = pingpong_now_ns() - start;
     }
     waitpid(echoer, NULL, 0);
-    qsort(rtts, ROUNDS, sizeof *rtts, pingpong_compare);
-    printf("%s: p50 %lld ns, p99 %lld ns\n", label, rtts[ROUNDS / 2], rtts[ROUNDS * 99 / 100]);
+    qsort(rtts, rounds, sizeof *rtts, pingpong_compare);
+    printf("%s: p50 %lld ns, p99 %lld ns\n", label, rtts[rounds / 2], rtts[rounds * 99 / 100]);
     free(rtts);
 }
 

@@ -1,7 +1,9 @@
 /* Time the UDP socket system calls of any process, from the inside: an LD_PRELOAD library
  * that wraps sendto, recvfrom and recvmmsg, reads the monotonic clock around each call and,
  * when the process exits, writes the medians to $SYSCALL_TIMING_DIR/syscalls.PID (default
- * /tmp). Calls that returned datagrams and calls that found the socket empty are kept apart.
+ * /tmp). Calls that returned datagrams and calls that found the socket empty are kept apart,
+ * and the time from a receive that returned a datagram to the next send is a series of its
+ * own (in a ping-pong: the receiver's whole turnaround, its own code included).
  * Used to split the whole-stack round trip of `parsecnet bench --only rtt` into the kernel's
  * part and the stack's own (docs/benchmarks.md):
  *
@@ -28,7 +30,13 @@ struct series {
 };
 
 static struct series sends = {.name = "sendto"}, reads_ok = {.name = "receive, datagram"},
-                     reads_empty = {.name = "receive, empty"};
+                     reads_empty = {.name = "receive, empty"},
+                     turnaround = {.name = "datagram received -> next sendto"};
+
+/* When the last receive that returned a datagram came back (0: a send came since). In a
+ * ping-pong this measures the receiver's own time on the round trip's path: everything it
+ * does between getting the datagram and starting to send the answer. */
+static long long received_at;
 
 static long long now_ns(void) {
     struct timespec t;
@@ -55,6 +63,8 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
     static ssize_t (*real)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
     if (!real) real = next("sendto");
     long long start = now_ns();
+    if (received_at) record(&turnaround, start - received_at);
+    received_at = 0;
     ssize_t n = real(fd, buf, len, flags, to, to_len);
     record(&sends, now_ns() - start);
     return n;
@@ -66,7 +76,9 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from
     if (!real) real = next("recvfrom");
     long long start = now_ns();
     ssize_t n = real(fd, buf, len, flags, from, from_len);
-    record(n >= 0 ? &reads_ok : &reads_empty, now_ns() - start);
+    long long end = now_ns();
+    record(n >= 0 ? &reads_ok : &reads_empty, end - start);
+    if (n >= 0) received_at = end;
     return n;
 }
 
@@ -76,7 +88,9 @@ int recvmmsg(int fd, struct mmsghdr *msgs, unsigned int vlen, int flags,
     if (!real) real = next("recvmmsg");
     long long start = now_ns();
     int n = real(fd, msgs, vlen, flags, timeout);
-    record(n > 0 ? &reads_ok : &reads_empty, now_ns() - start);
+    long long end = now_ns();
+    record(n > 0 ? &reads_ok : &reads_empty, end - start);
+    if (n > 0) received_at = end;
     return n;
 }
 
@@ -105,5 +119,6 @@ __attribute__((destructor)) static void write_report(void) {
     report(out, &sends);
     report(out, &reads_ok);
     report(out, &reads_empty);
+    report(out, &turnaround);
     fclose(out);
 }
