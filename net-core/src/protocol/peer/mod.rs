@@ -86,6 +86,17 @@ enum Phase {
     InGame,
 }
 
+/// What a slot claim that found the slot taken comes to (see `PeerProtocol::clear_slot_for`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    /// The slot is free for the claimant now.
+    Free,
+    /// A live player holds it; a later packet of the claimant's decides.
+    Undecided,
+    /// The claimant lost (it was told), or this peer's own session ended.
+    Lost,
+}
+
 /// Counters shown by `status` and checked by tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerStats {
@@ -103,6 +114,10 @@ pub struct PeerStats {
     pub packets_ignored: u64,
     pub packets_rejected: u64,
     pub times_master: u64,
+    /// Slots taken over from a player that had gone silent (its DISCONNECT was lost).
+    pub silent_holders_replaced: u64,
+    /// Slot-conflict notices said again because the loser kept sending.
+    pub conflict_notices_repeated: u64,
 }
 
 /// The peer-to-peer protocol module.
@@ -123,6 +138,13 @@ pub struct PeerProtocol {
     departed: VecDeque<u32>,
     /// Players a list named for a slot that is taken here, until their own packets place them.
     hearsay: Vec<PlayerListEntry>,
+    /// Claimants of a slot a live player holds here, by token, with when the claim was first
+    /// seen (see `clear_slot_for`).
+    contests: Vec<(u32, Instant)>,
+    /// Players told they lost a slot conflict, by token, with when they were last told: their
+    /// packets keep coming until a notice arrives, so each one that comes is answered again
+    /// (at most every `reply_wait`).
+    conflict_losers: Vec<(u32, Instant)>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
     /// giving up while this is non-zero).
     rejoins_left: u32,
@@ -147,6 +169,8 @@ impl PeerProtocol {
             decode_errors: BTreeMap::new(),
             departed: VecDeque::new(),
             hearsay: Vec::new(),
+            contests: Vec::new(),
+            conflict_losers: Vec::new(),
             rejoins_left: 0,
             last_now: Instant::now(),
             stats: PeerStats::default(),
@@ -620,6 +644,7 @@ impl PeerProtocol {
                     }
                     Err(Rejection::UnknownSender) => {
                         self.seat_from_hearsay(now, &from, &packet.header)
+                            || self.remind_conflict_loser(now, &from, header.token)
                     }
                     _ => false,
                 };
@@ -711,8 +736,9 @@ impl PeerProtocol {
         let Some(player) = session.players().get(listed).cloned() else {
             return false;
         };
-        // Listed in the wrong slot here: take that entry out, then place its own claim.
-        session.remove_player(listed, "moved to another slot");
+        // The slot it claims is taken here: clear it if the claim wins, then move the player
+        // there with its link (a new link would restart the sequence and reliable ids the
+        // player's side is already past, and everything on it would be dropped as old).
         let claimant = PlayerListEntry {
             slot: claimed,
             joined: player.joined,
@@ -720,8 +746,27 @@ impl PeerProtocol {
             node: *from,
             name: player.name,
         };
-        self.stats.slots_followed += 1;
-        self.place_confirmed_claimant(now, claimant)
+        match self.clear_slot_for(now, &claimant) {
+            Claim::Free => {
+                let moved = self
+                    .session
+                    .as_mut()
+                    .is_some_and(|s| s.move_player(listed, claimed));
+                if moved {
+                    self.stats.slots_followed += 1;
+                }
+                moved
+            }
+            Claim::Undecided => false,
+            Claim::Lost => {
+                if let Some(session) = self.session.as_mut() {
+                    if session.slot_of(from, header.token) == Some(listed) {
+                        session.remove_player(listed, "slot conflict");
+                    }
+                }
+                false
+            }
+        }
     }
 
     /// A node asks to connect with a new token while a player with another token is listed at
@@ -842,108 +887,168 @@ impl PeerProtocol {
             node: *from,
             ..entry
         };
-        self.place_confirmed_claimant(now, claimant)
+        match self.clear_slot_for(now, &claimant) {
+            Claim::Free => {
+                let Some(session) = self.session.as_mut() else {
+                    return false;
+                };
+                session.add_player(
+                    now,
+                    claimant.slot,
+                    claimant.node,
+                    claimant.token,
+                    claimant.name,
+                    claimant.joined,
+                );
+                true
+            }
+            Claim::Undecided => {
+                self.remember_hearsay(claimant);
+                false
+            }
+            Claim::Lost => false,
+        }
     }
 
-    /// Put a player whose own packet claims `claimant.slot` there: the slot is free, or held by
-    /// an unconfirmed entry (moved aside), or held by a confirmed player or this peer (a real
-    /// conflict, settled by token). Returns true if the claimant now sits in the slot.
-    fn place_confirmed_claimant(&mut self, now: Instant, claimant: PlayerListEntry) -> bool {
+    /// Make `claimant.slot` free for a player whose own packet claims it, if the claim wins.
+    /// The slot may be free already, or held by an unconfirmed entry (moved aside to hearsay),
+    /// or by this peer or a confirmed player.
+    ///
+    /// A confirmed holder that has gone silent for the deference window while the claimant
+    /// talks has left (its DISCONNECT was lost; a player that switched backend is often seated
+    /// again in its old slot): the claim wins. A holder heard within the window is not judged at
+    /// once, because a ghost is silent only from its last packet on: the claim stays undecided
+    /// until a later packet of the claimant's finds the holder silent, or, once the claim is a
+    /// window old and both still talk, it is a real conflict (two answers seated two players in
+    /// one slot), settled by token, the same way at every peer. A claim on this peer's own slot
+    /// is a real conflict at once.
+    fn clear_slot_for(&mut self, now: Instant, claimant: &PlayerListEntry) -> Claim {
+        let window = self.deference_window();
+        let (my_token, my_node) = (self.my_token(), self.my_node);
         let Some(session) = self.session.as_mut() else {
-            return false;
+            return Claim::Lost;
         };
         let slot = claimant.slot;
-        let holder = if slot == session.my_slot() {
-            Some((session.my_token(), self.my_node, true))
+        let is_me = slot == session.my_slot();
+        let (token, node, heard) = if is_me {
+            (my_token, my_node, now)
         } else {
-            session
-                .players()
-                .get(slot)
-                .map(|p| (p.token, p.node, p.confirmed))
-        };
-        match holder {
-            None => {}
-            Some((token, node, false)) => {
-                // Hearsay placed someone here; it will claim its own slot when it talks to us.
-                if let Some(p) = session.players().get(slot).cloned() {
+            match session.players().get(slot).cloned() {
+                None => return self.end_contest(claimant.token, Claim::Free),
+                Some(p) if !p.confirmed => {
+                    // Hearsay placed someone here; it will claim its own slot when it talks.
                     session.remove_player(slot, "moved to another slot");
-                    self.hearsay.push(PlayerListEntry {
+                    self.remember_hearsay(PlayerListEntry {
                         slot: p.slot,
                         joined: p.joined,
-                        token,
-                        node,
+                        token: p.token,
+                        node: p.node,
                         name: p.name,
                     });
+                    return self.end_contest(claimant.token, Claim::Free);
                 }
+                Some(p) => (p.token, p.node, p.last_heard),
             }
-            Some((token, node, true)) => {
-                self.resolve_slot_conflict(now, claimant, claimant.node, (token, node));
-                return self.session.as_ref().is_some_and(|s| {
-                    s.players()
-                        .get(slot)
-                        .is_some_and(|p| p.token == claimant.token)
-                });
-            }
-        }
-        let Some(session) = self.session.as_mut() else {
-            return false;
         };
-        session.add_player(
-            now,
-            slot,
-            claimant.node,
-            claimant.token,
-            claimant.name,
-            claimant.joined,
-        );
-        true
+        if !is_me && now.saturating_duration_since(heard) >= window {
+            session.remove_player(slot, "went silent; its slot was taken");
+            self.note_departed(token);
+            self.stats.silent_holders_replaced += 1;
+            return self.end_contest(claimant.token, Claim::Free);
+        }
+        let first = self.contest_started(claimant.token, now);
+        if !is_me && now.saturating_duration_since(first) < window {
+            return Claim::Undecided;
+        }
+        let outcome = if self.settle_slot_conflict(now, claimant, (token, node)) {
+            Claim::Free
+        } else {
+            Claim::Lost
+        };
+        self.end_contest(claimant.token, outcome)
+    }
+
+    /// When `token` first contested a slot held here (now, if this is the first time).
+    fn contest_started(&mut self, token: u32, now: Instant) -> Instant {
+        if let Some((_, first)) = self.contests.iter().find(|(t, _)| *t == token) {
+            return *first;
+        }
+        if self.contests.len() >= MAX_DEPARTED {
+            self.contests.remove(0);
+        }
+        self.contests.push((token, now));
+        now
+    }
+
+    /// Forget `token`'s contest (it was decided) and pass the decision on.
+    fn end_contest(&mut self, token: u32, outcome: Claim) -> Claim {
+        self.contests.retain(|(t, _)| *t != token);
+        outcome
     }
 
     /// Two players were seated in one slot (possible only when peers answering at the same
     /// time lost each other's replies). Every peer applies the same rule: the lower token keeps
-    /// the slot; the other is told so and reconnects.
-    fn resolve_slot_conflict(
+    /// the slot; the other is told so and reconnects. Returns true if the claimant keeps it
+    /// (the holder is gone from the table; the caller seats the claimant).
+    fn settle_slot_conflict(
         &mut self,
         now: Instant,
-        claimant: PlayerListEntry,
-        claimant_node: Node,
+        claimant: &PlayerListEntry,
         holder: (u32, Node),
-    ) {
+    ) -> bool {
         self.stats.slot_conflicts += 1;
         let (holder_token, holder_node) = holder;
-        let my_token = self.my_token();
         log::warn!(
             "peer: slot {} claimed twice; the lower token keeps it",
             claimant.slot
         );
         if claimant.token < holder_token {
-            if holder_token == my_token {
+            if holder_token == self.my_token() {
                 self.rejoin(
                     now,
                     "slot conflict: another player holds this slot; reconnecting",
                 );
-                return;
+                return false;
             }
             if let Some(session) = self.session.as_mut() {
                 session.remove_player(claimant.slot, "slot conflict");
-                session.add_player(
-                    now,
-                    claimant.slot,
-                    claimant_node,
-                    claimant.token,
-                    claimant.name,
-                    claimant.joined,
-                );
             }
             self.note_departed(holder_token);
             self.send_conflict_notice(holder_token, holder_node);
+            true
         } else {
             self.note_departed(claimant.token);
-            self.send_conflict_notice(claimant.token, claimant_node);
+            self.send_conflict_notice(claimant.token, claimant.node);
+            false
         }
     }
 
+    /// A packet of a player that lost a slot conflict here: its notice was lost, so say it again
+    /// (at most every `reply_wait`). Returns false: the packet is not accepted.
+    fn remind_conflict_loser(&mut self, now: Instant, from: &Node, token: u32) -> bool {
+        let every = self.timings.reply_wait;
+        let Some(entry) = self.conflict_losers.iter_mut().find(|(t, _)| *t == token) else {
+            return false;
+        };
+        if now.saturating_duration_since(entry.1) >= every {
+            entry.1 = now;
+            self.stats.conflict_notices_repeated += 1;
+            self.send_conflict_notice(token, *from);
+        }
+        false
+    }
+
     fn send_conflict_notice(&mut self, token: u32, node: Node) {
+        let now = self.last_now;
+        match self.conflict_losers.iter_mut().find(|(t, _)| *t == token) {
+            Some(entry) => entry.1 = now,
+            None => {
+                if self.conflict_losers.len() >= MAX_DEPARTED {
+                    self.conflict_losers.remove(0);
+                }
+                self.conflict_losers.push((token, now));
+            }
+        }
         let events = vec![
             RemoteEvent::ConnectQueue(vec![ConnectRequest {
                 token,
@@ -1135,6 +1240,8 @@ impl PeerProtocol {
         self.phase = Phase::Idle;
         self.session = None;
         self.queue.clear();
+        self.contests.clear();
+        self.conflict_losers.clear();
     }
 }
 
@@ -1364,6 +1471,9 @@ impl ClientProtocol for PeerProtocol {
             ("replies sent", s.replies_sent),
             ("refusals sent", s.refusals_sent),
             ("replies snooped", s.replies_snooped),
+            ("slot conflicts", s.slot_conflicts),
+            ("silent players replaced", s.silent_holders_replaced),
+            ("conflict notices repeated", s.conflict_notices_repeated),
             ("packets ignored", s.packets_ignored),
             ("packets rejected", s.packets_rejected),
         ];
