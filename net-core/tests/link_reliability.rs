@@ -319,3 +319,54 @@ fn replayed_and_very_old_packets_are_discarded_whole() {
     assert_eq!(b.stats().duplicate_packets, 2);
     assert_eq!(b.stats().stale_packets, 1);
 }
+
+/// Write `from`'s next packet at `now` and hand it to `to` at `arrives`.
+fn carry(from: &mut Link, to: &mut Link, now: Instant, arrives: Instant) {
+    let mut buf = [0u8; 1400];
+    let state = ShipState::default();
+    let len = from
+        .write_packet(now, &mut buf, meta(5), Some(&state))
+        .unwrap();
+    let mut scratch = Vec::new();
+    let packet = decode_packet(&buf[..len], &mut scratch).unwrap();
+    to.handle_packet(
+        arrives,
+        &packet.header,
+        packet.state.as_ref(),
+        &scratch,
+        &mut |_| {},
+    );
+}
+
+#[test]
+fn rtt_comes_from_promptly_acknowledged_packets_not_from_state_acknowledged_at_leisure() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut a = Link::new(LinkConfig::default());
+    let mut b = Link::new(LinkConfig::default());
+    // A sends state alone; B, idle, acknowledges it with its keepalive half a second later.
+    carry(&mut a, &mut b, t0, t0 + ms(10));
+    assert!(
+        !b.wants_to_send(t0 + ms(10)),
+        "state alone owes no prompt ack"
+    );
+    carry(&mut b, &mut a, t0 + ms(500), t0 + ms(510));
+    assert_eq!(
+        a.stats().packets_acked,
+        1,
+        "the state packet was acknowledged"
+    );
+    assert_eq!(a.rtt(), None, "510 ms of B's leisure is not a round trip");
+    // A reliable event owes an acknowledgement at once: that one measures the path.
+    let t1 = t0 + ms(1000);
+    assert!(a.queue_event(custom(1, true)));
+    carry(&mut a, &mut b, t1, t1 + ms(10));
+    assert!(b.wants_to_send(t1 + ms(10)), "a reliable event owes an ack");
+    carry(&mut b, &mut a, t1 + ms(10), t1 + ms(20));
+    assert_eq!(a.rtt(), Some(ms(20)));
+    // A later leisurely acknowledgement of state does not drag the estimate up.
+    carry(&mut a, &mut b, t1 + ms(100), t1 + ms(110));
+    carry(&mut b, &mut a, t1 + ms(600), t1 + ms(610));
+    assert_eq!(a.stats().packets_acked, 3);
+    assert_eq!(a.rtt(), Some(ms(20)));
+}

@@ -661,8 +661,14 @@ impl Link {
         out(Delivery::Event { origin, event });
     }
 
+    /// Take what an acknowledgement says. RTT is sampled only from an acknowledgement that
+    /// covers, for the first time, a packet that carried reliable events: those owe a prompt
+    /// acknowledgement (the receiver's next frame), while a packet of state alone is acknowledged
+    /// whenever the receiver next sends anyway, which can be half a second later on an idle link
+    /// and would make a LAN look like a satellite hop.
     fn process_ack(&mut self, now: Instant, ack: Ack) {
         let mut newest_rtt = None;
+        let mut prompt = false;
         let mut acked_ids = std::mem::take(&mut self.acked_scratch);
         acked_ids.clear();
         let mut ids_at = 0;
@@ -682,12 +688,13 @@ impl Link {
                 continue;
             }
             packet.acked = true;
+            prompt |= packet.id_count > 0;
             acked_ids.extend(self.sent_ids.range(ids));
             if seq == ack.latest {
                 newest_rtt = packet.sent_at.map(|t| now.saturating_duration_since(t));
             }
         }
-        if let Some(rtt) = newest_rtt {
+        if let Some(rtt) = newest_rtt.filter(|_| prompt) {
             self.rtt.sample(rtt);
         }
         // Packets older than the ack window that were never acked are lost.
