@@ -197,7 +197,12 @@ fn two_peers_on_loopback_connect_join_and_exchange_state_text_and_positions() {
         dir: [0.0, 0.0, 1.0],
     })
     .unwrap();
-    console(&mut a, "say hello bob");
+    let echo = console(&mut a, "say hello bob");
+    assert_eq!(
+        echo,
+        format!("<{}> hello bob", a.game().name()),
+        "say echoes the line"
+    );
     let got = run_until(&mut [&mut a, &mut b], Duration::from_secs(10), |subs| {
         drain(subs[1], &mut ev_b);
         let has_text = ev_b.iter().any(|e| matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. } if t.to_string() == "hello bob"));

@@ -56,7 +56,9 @@ pub fn say(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetRe
     if args.is_empty() {
         return Err(NetError::invalid("nothing to say"));
     }
-    sub.say(args).map(|()| String::new())
+    // Echoed as the others will show it, so the player sees what was said.
+    sub.say(args)
+        .map(|()| format!("<{}> {args}", sub.game().name()))
 }
 
 pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
