@@ -1,6 +1,8 @@
 //! The servers' tiny HTTP endpoint: one GET (or HEAD) per connection for the published list as
-//! HTML (`/`, `/index.html`, `/STEM.html`) or JSON (`/STEM.json`), where STEM is `players` for
-//! the slot/gameserver and `servers` for the masterserver; anything else is 404.
+//! HTML (`/STEM.html`) or JSON (`/STEM.json`, `/json`), where STEM is `players` for the
+//! slot/gameserver and `servers` for the masterserver. `/`, `/index.html` and `/STEM` serve
+//! HTML to a browser and JSON to a client that asks for it (`?format=json`, or an `Accept`
+//! header naming `application/json` and not `text/html`); anything else is 404.
 //!
 //! Bounded: the request head is at most [`MAX_REQUEST_HEAD`] bytes and must arrive within
 //! [`REQUEST_TIMEOUT`]; the body of a request is never read; the connection is closed after the
@@ -62,15 +64,44 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
     let document = path
         .strip_prefix('/')
         .and_then(|p| p.strip_prefix(pages.stem));
+    const HTML: &str = "text/html; charset=utf-8";
+    const JSON: &str = "application/json";
     let (content_type, body) = match (path, document) {
-        ("/" | "/index.html", _) | (_, Some(".html")) => ("text/html; charset=utf-8", &pages.html),
-        (_, Some(".json")) => ("application/json", &pages.json),
+        (_, Some(".html")) => (HTML, &pages.html),
+        ("/json", _) | (_, Some(".json")) => (JSON, &pages.json),
+        ("/" | "/index.html", _) | (_, Some("")) if asks_for_json(target, &text) => {
+            (JSON, &pages.json)
+        }
+        ("/" | "/index.html", _) | (_, Some("")) => (HTML, &pages.html),
         _ => return error_response(404, "Not Found"),
     };
     (
         200,
         response(200, "OK", content_type, body.as_bytes(), head_only),
     )
+}
+
+/// Whether a request for the list's own address wants JSON: `format=json` in the query, or an
+/// `Accept` header that names `application/json` and not `text/html` (a browser names both
+/// kinds of HTML; `curl` and scripts send `*/*` or nothing and get the page).
+fn asks_for_json(target: &str, head: &str) -> bool {
+    let query = target
+        .split('#')
+        .next()
+        .and_then(|t| t.split_once('?'))
+        .map_or("", |(_, q)| q);
+    if query.split('&').any(|pair| pair == "format=json") {
+        return true;
+    }
+    head.lines().skip(1).any(|line| {
+        let Some((name, value)) = line.split_once(':') else {
+            return false;
+        };
+        let value = value.to_ascii_lowercase();
+        name.trim().eq_ignore_ascii_case("accept")
+            && value.contains("application/json")
+            && !value.contains("text/html")
+    })
 }
 
 /// A plain-text error response.
@@ -279,6 +310,54 @@ mod tests {
             (200, 200, 200)
         );
         assert_eq!(get("/players.html"), 404);
+    }
+
+    #[test]
+    fn the_lists_own_address_serves_json_to_whoever_asks_for_it() {
+        let kind = |head: &str| {
+            let (code, text) = status(head);
+            let kind = if text.ends_with("<html>list</html>") {
+                "html"
+            } else if text.ends_with("{}") && text.contains("Content-Type: application/json") {
+                "json"
+            } else {
+                "other"
+            };
+            (code, kind)
+        };
+        assert_eq!(kind("GET /json HTTP/1.1\r\n\r\n"), (200, "json"));
+        assert_eq!(kind("GET /?format=json HTTP/1.1\r\n\r\n"), (200, "json"));
+        assert_eq!(
+            kind("GET /players?a=1&format=json HTTP/1.1\r\n\r\n"),
+            (200, "json")
+        );
+        assert_eq!(kind("GET /players HTTP/1.1\r\n\r\n"), (200, "html"));
+        assert_eq!(
+            kind("GET / HTTP/1.1\r\naccept: application/json\r\n\r\n"),
+            (200, "json")
+        );
+        assert_eq!(
+            kind("GET /index.html HTTP/1.1\r\nAccept: Application/JSON; q=1\r\n\r\n"),
+            (200, "json")
+        );
+        // A browser's Accept names HTML first; curl's and scripts' name everything.
+        let browser = "text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8";
+        assert_eq!(
+            kind(&format!("GET / HTTP/1.1\r\nAccept: {browser}\r\n\r\n")),
+            (200, "html")
+        );
+        assert_eq!(kind("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"), (200, "html"));
+        // An explicit document is what it says, whatever is asked.
+        assert_eq!(
+            kind("GET /players.html?format=json HTTP/1.1\r\nAccept: application/json\r\n\r\n"),
+            (200, "html")
+        );
+        assert_eq!(
+            kind("GET /players.json HTTP/1.1\r\nAccept: text/html\r\n\r\n"),
+            (200, "json")
+        );
+        assert_eq!(kind("GET /playersx HTTP/1.1\r\n\r\n").0, 404);
+        assert_eq!(kind("GET /jsonx HTTP/1.1\r\n\r\n").0, 404);
     }
 
     #[test]
