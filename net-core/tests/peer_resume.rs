@@ -302,6 +302,52 @@ fn switching_players_keep_every_owed_event_exactly_once_and_in_order_under_loss(
     println!("{runs} runs: {owed} owed events all delivered once, in order ({delivered} delivered in all)");
 }
 
+/// Players switch at random moments, one to four times in all, the same player perhaps twice
+/// in a row, 50 ms to 1.5 s apart, under 0-20% loss.
+fn random_switches_run(seed: u64) -> (usize, usize) {
+    let mut rng = Rng::new(seed ^ 0x5717C4);
+    let loss = rng.unit() * 0.2;
+    let mut run = Run::start(seed, loss);
+    for _ in 0..1 + rng.below(4) {
+        // A player still coming back from its last switch has no session to leave yet.
+        let in_session: Vec<usize> = (0..run.players.len())
+            .filter(|&p| {
+                run.net
+                    .endpoint(run.players[p].node)
+                    .is_some_and(|n| n.proto.session().is_some())
+            })
+            .collect();
+        if let Some(&player) = in_session.get(rng.below(in_session.len().max(1) as u64) as usize) {
+            run.switch(player);
+        }
+        let gap = Duration::from_millis(50 + rng.below(1450));
+        run.play_for(gap);
+    }
+    run.play_for(Duration::from_secs(6));
+    assert!(
+        run.everyone_in_game(),
+        "seed {seed} (random switches, loss {loss:.2}): not everyone came back: {:?}",
+        run.describe()
+    );
+    let end = run.net.now() + Duration::from_secs(10);
+    run.net.run_until(end, |_| {});
+    run.collect_events();
+    run.check(seed, &[])
+}
+
+#[test]
+fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
+    // PEER_SWITCH_FIRST and PEER_SWITCH_RUNS search other seeds (docs/fuzzing.md).
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let runs = env("PEER_SWITCH_RUNS").unwrap_or(40);
+    let first = env("PEER_SWITCH_FIRST").unwrap_or(0);
+    let mut owed = 0;
+    for seed in first..first + runs {
+        owed += random_switches_run(seed).0;
+    }
+    println!("{runs} runs: {owed} owed events all delivered once, in order");
+}
+
 #[test]
 fn a_player_that_comes_back_without_what_its_session_left_gets_no_old_events_twice() {
     // The player reconnects with nothing carried (a restart): the others' parked streams find no
