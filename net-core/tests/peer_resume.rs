@@ -187,6 +187,21 @@ impl Run {
         }
     }
 
+    /// After the switches: play on for 6 s (everyone must be back in the game by then), stop
+    /// sending, let every queue drain, and check what everyone got.
+    fn settle(&mut self, what: &str) -> (usize, usize) {
+        self.play_for(Duration::from_secs(6));
+        assert!(
+            self.everyone_in_game(),
+            "{what}: not everyone came back: {:?}",
+            self.describe()
+        );
+        let end = self.net.now() + Duration::from_secs(10);
+        self.net.run_until(end, |_| {});
+        self.collect_events();
+        self.check(what, &[])
+    }
+
     /// `player` switches backend: leaves, and connects again from a new node with a new token
     /// and what its session left.
     fn switch(&mut self, player: usize) {
@@ -215,7 +230,7 @@ impl Run {
     /// Every owed number arrived exactly once and in order; nothing arrived twice or out of
     /// order. Players in `restarted` lost their streams on purpose: what they were owed or owed
     /// others is not checked, only order and uniqueness. Returns (owed, delivered) counts.
-    fn check(&self, seed: u64, restarted: &[usize]) -> (usize, usize) {
+    fn check(&self, what: &str, restarted: &[usize]) -> (usize, usize) {
         let mut owed_total = 0;
         let mut delivered_total = 0;
         for (receiver, r) in self.players.iter().enumerate() {
@@ -228,7 +243,7 @@ impl Run {
                 let bad: Vec<&[u32]> = numbers.windows(2).filter(|w| w[0] >= w[1]).collect();
                 assert!(
                     bad.is_empty(),
-                    "seed {seed}: {receiver} got {sender}'s numbers twice or out of order at {bad:?} (of {})",
+                    "{what}: {receiver} got {sender}'s numbers twice or out of order at {bad:?} (of {})",
                     numbers.len()
                 );
                 if restarted.contains(&sender) || restarted.contains(&receiver) {
@@ -248,7 +263,7 @@ impl Run {
                     .collect();
                 assert!(
                     missing.is_empty(),
-                    "seed {seed}: {receiver} never got {} of {sender}'s numbers it was owed: {missing:?}",
+                    "{what}: {receiver} never got {} of {sender}'s numbers it was owed: {missing:?}",
                     missing.len()
                 );
                 owed_total += owed.len();
@@ -266,17 +281,12 @@ fn switching_run(seed: u64, loss: f64) -> (usize, usize) {
         run.switch(player);
         run.play_for(Duration::from_millis(100));
     }
-    run.play_for(Duration::from_secs(6));
-    assert!(
-        run.everyone_in_game(),
-        "seed {seed}: not everyone came back: {:?}",
-        run.describe()
-    );
-    // Stop sending and let every queue drain.
-    let end = run.net.now() + Duration::from_secs(10);
-    run.net.run_until(end, |_| {});
-    run.collect_events();
-    run.check(seed, &[])
+    run.settle(&format!("seed {seed}"))
+}
+
+/// A number from the environment (the seed ranges searched).
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// Seeds beyond the default range that once broke a game (3,000 seeds searched), run every
@@ -289,9 +299,8 @@ const REGRESSION_SEEDS: [u64; 3] = [428, 1134, 2198];
 #[test]
 fn switching_players_keep_every_owed_event_exactly_once_and_in_order_under_loss() {
     // PEER_RESUME_FIRST and PEER_RESUME_RUNS search other seeds (docs/fuzzing.md).
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let runs = env("PEER_RESUME_RUNS").unwrap_or(100);
-    let first = env("PEER_RESUME_FIRST").unwrap_or(0);
+    let runs = env_number("PEER_RESUME_RUNS").unwrap_or(100);
+    let first = env_number("PEER_RESUME_FIRST").unwrap_or(0);
     let (mut owed, mut delivered) = (0, 0);
     for seed in (first..first + runs).chain(REGRESSION_SEEDS) {
         let loss = (seed % 5) as f64 * 0.05;
@@ -323,24 +332,14 @@ fn random_switches_run(seed: u64) -> (usize, usize) {
         let gap = Duration::from_millis(50 + rng.below(1450));
         run.play_for(gap);
     }
-    run.play_for(Duration::from_secs(6));
-    assert!(
-        run.everyone_in_game(),
-        "seed {seed} (random switches, loss {loss:.2}): not everyone came back: {:?}",
-        run.describe()
-    );
-    let end = run.net.now() + Duration::from_secs(10);
-    run.net.run_until(end, |_| {});
-    run.collect_events();
-    run.check(seed, &[])
+    run.settle(&format!("seed {seed} (random switches, loss {loss:.2})"))
 }
 
 #[test]
 fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // PEER_SWITCH_FIRST and PEER_SWITCH_RUNS search other seeds (docs/fuzzing.md).
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let runs = env("PEER_SWITCH_RUNS").unwrap_or(40);
-    let first = env("PEER_SWITCH_FIRST").unwrap_or(0);
+    let runs = env_number("PEER_SWITCH_RUNS").unwrap_or(40);
+    let first = env_number("PEER_SWITCH_FIRST").unwrap_or(0);
     let mut owed = 0;
     for seed in first..first + runs {
         owed += random_switches_run(seed).0;
@@ -384,7 +383,7 @@ fn a_player_that_comes_back_without_what_its_session_left_gets_no_old_events_twi
     run.collect_events();
     // Ordered and without duplicates everywhere; between the others and the new player,
     // everything owed arrives.
-    let (owed, _) = run.check(7, &[2]);
+    let (owed, _) = run.check("seed 7", &[2]);
     assert!(owed > 500, "the new player and the others exchanged {owed}");
 }
 
@@ -426,6 +425,6 @@ fn a_peer_that_missed_a_goodbye_lets_the_player_back_into_its_old_slot() {
     let end = run.net.now() + Duration::from_secs(10);
     run.net.run_until(end, |_| {});
     run.collect_events();
-    let (owed, _) = run.check(11, &[]);
+    let (owed, _) = run.check("seed 11", &[]);
     assert!(owed > 0);
 }
