@@ -66,6 +66,11 @@ struct Run {
 
 impl Run {
     fn start(seed: u64, loss: f64) -> Run {
+        Run::start_with(3, seed, loss)
+    }
+
+    /// `count` players (at most 4, a full peer-to-peer game) meet and play for 6 s.
+    fn start_with(count: usize, seed: u64, loss: f64) -> Run {
         let mut rng = Rng::new(seed);
         let profile = LinkProfile {
             latency: Duration::from_millis(2 + rng.below(20)),
@@ -73,9 +78,9 @@ impl Run {
             loss,
             duplicate: 0.03,
         };
-        let mut net: Network<PeerNode> = Network::new(3, seed, profile);
+        let mut net: Network<PeerNode> = Network::new(count, seed, profile);
         let mut players = Vec::new();
-        for index in 0..3 {
+        for index in 0..count {
             let token = random_token(&mut rng);
             let mut node = PeerNode::new(index);
             node.connect(net.now(), token);
@@ -93,7 +98,7 @@ impl Run {
         run.play_for(Duration::from_secs(6));
         assert!(
             run.everyone_in_game(),
-            "seed {seed}: the three did not meet: {:?}",
+            "seed {seed}: the {count} players did not meet: {:?}",
             run.describe()
         );
         run
@@ -122,8 +127,13 @@ impl Run {
             .collect()
     }
 
-    /// Every running player's session lists the two others.
+    /// Every running player's session lists all the others.
     fn everyone_in_game(&self) -> bool {
+        let running = self
+            .players
+            .iter()
+            .filter(|p| self.net.is_running(p.node))
+            .count();
         self.players
             .iter()
             .filter(|p| self.net.is_running(p.node))
@@ -131,7 +141,7 @@ impl Run {
                 self.net
                     .endpoint(p.node)
                     .and_then(|n| n.proto.session())
-                    .is_some_and(|s| s.players().len() == 2)
+                    .is_some_and(|s| s.players().len() + 1 == running)
             })
     }
 
@@ -311,12 +321,13 @@ fn switching_players_keep_every_owed_event_exactly_once_and_in_order_under_loss(
     println!("{runs} runs: {owed} owed events all delivered once, in order ({delivered} delivered in all)");
 }
 
-/// Players switch at random moments, one to four times in all, the same player perhaps twice
-/// in a row, 50 ms to 1.5 s apart, under 0-20% loss.
+/// Three or four players (a full game) switch at random moments, one to four times in all, the
+/// same player perhaps twice in a row, 50 ms to 1.5 s apart, under 0-20% loss.
 fn random_switches_run(seed: u64) -> (usize, usize) {
     let mut rng = Rng::new(seed ^ 0x5717C4);
     let loss = rng.unit() * 0.2;
-    let mut run = Run::start(seed, loss);
+    let players = 3 + rng.below(2) as usize;
+    let mut run = Run::start_with(players, seed, loss);
     for _ in 0..1 + rng.below(4) {
         // A player still coming back from its last switch has no session to leave yet.
         let in_session: Vec<usize> = (0..run.players.len())
@@ -392,11 +403,17 @@ fn a_peer_that_missed_a_goodbye_lets_the_player_back_into_its_old_slot() {
     // Player 2's DISCONNECT never reaches player 0, so player 0 keeps a ghost of it, heard
     // from moments ago, in the slot the others free and seat player 2 in again when it comes
     // back from its switch. Player 0 must not refuse the returning player as an impostor.
+    // Its connect requests are lost to player 0 too (else they would name the ghost as its
+    // earlier session, and player 0 would retire it at once).
     let mut run = Run::start(11, 0.0);
     let ghost_holder = run.players[0].node;
     let old = run.players[2].node;
     run.net.partition(old, ghost_holder, true);
     run.switch(2);
+    let new = run.players[2].node;
+    run.net.partition(new, ghost_holder, true);
+    run.play_for(Duration::from_millis(500));
+    run.net.partition(new, ghost_holder, false);
     run.play_for(Duration::from_secs(6));
     assert!(run.everyone_in_game(), "{:?}", run.describe());
     // It came back once and stayed: not bounced by a slot conflict into reconnecting under
@@ -426,5 +443,38 @@ fn a_peer_that_missed_a_goodbye_lets_the_player_back_into_its_old_slot() {
     run.net.run_until(end, |_| {});
     run.collect_events();
     let (owed, _) = run.check("seed 11", &[]);
+    assert!(owed > 0);
+}
+
+#[test]
+fn a_full_game_lets_a_player_back_in_that_a_peer_still_seats() {
+    // Four players, the most a peer-to-peer game seats. Player 3's DISCONNECT never reaches
+    // player 2, which therefore still seats it, finds the game full, and (as the highest node,
+    // the first to answer) would refuse it when it comes back. Its connect request names its
+    // earlier session, so player 2 retires that first.
+    let mut run = Run::start_with(4, 21, 0.0);
+    let stale = run.players[2].node;
+    let old = run.players[3].node;
+    run.net.partition(old, stale, true);
+    run.switch(3);
+    run.play_for(Duration::from_secs(6));
+    assert!(run.everyone_in_game(), "{:?}", run.describe());
+    let errors: Vec<&GameEvent> = run.players[3]
+        .events
+        .iter()
+        .filter(|e| matches!(e, GameEvent::Error { .. }))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let peer = &run.net.endpoint(stale).unwrap().proto;
+    assert_eq!(
+        peer.stats().earlier_sessions_retired,
+        1,
+        "{:?}",
+        peer.stats()
+    );
+    let end = run.net.now() + Duration::from_secs(10);
+    run.net.run_until(end, |_| {});
+    run.collect_events();
+    let (owed, _) = run.check("seed 21", &[]);
     assert!(owed > 0);
 }

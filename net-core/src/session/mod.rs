@@ -481,6 +481,19 @@ impl Session {
         }
     }
 
+    /// Tokens another player's earlier sessions had (its hello, or its connect request, listed
+    /// them): a player list naming one of them never seats it again.
+    pub fn retire_tokens(&mut self, tokens: &[u32]) {
+        for token in tokens {
+            if !self.retired_tokens.contains(token) {
+                if self.retired_tokens.len() == MAX_RETIRED_TOKENS {
+                    self.retired_tokens.pop_front();
+                }
+                self.retired_tokens.push_back(*token);
+            }
+        }
+    }
+
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
         if self.players.remove(slot).is_some() {
@@ -816,14 +829,7 @@ impl Session {
             for (old, _) in stale {
                 self.remove_player(old, "came back at a new address");
             }
-            for token in tokens.as_slice() {
-                if !self.retired_tokens.contains(token) {
-                    if self.retired_tokens.len() == MAX_RETIRED_TOKENS {
-                        self.retired_tokens.pop_front();
-                    }
-                    self.retired_tokens.push_back(*token);
-                }
-            }
+            self.retire_tokens(tokens.as_slice());
         }
         let earlier = self.resume.earlier_tokens();
         let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == slot) else {

@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::protocol::{ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
-use crate::rmev::{ChatText, ConnectRequest, PlayerListEntry, RemoteEvent};
+use crate::rmev::{
+    ChatText, ConnectRequest, EarlierTokens, PlayerListEntry, RemoteEvent, ResumeStep,
+};
 use crate::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session};
 use crate::wire::{
     decode_packet, encode_packet, DecodedPacket, PacketHeader, PacketType, WireEvent,
@@ -118,6 +120,10 @@ pub struct PeerStats {
     pub silent_holders_replaced: u64,
     /// Slot-conflict notices said again because the loser kept sending.
     pub conflict_notices_repeated: u64,
+    /// Refusals received while connecting (the connect loop went on; see `take_refusal`).
+    pub refusals_received: u64,
+    /// Players removed because a connect request named them as the sender's earlier session.
+    pub earlier_sessions_retired: u64,
 }
 
 /// The peer-to-peer protocol module.
@@ -145,6 +151,8 @@ pub struct PeerProtocol {
     /// packets keep coming until a notice arrives, so each one that comes is answered again
     /// (at most every `reply_wait`).
     conflict_losers: Vec<(u32, Instant)>,
+    /// Why a peer refused this one while it was connecting (see `take_refusal`).
+    refusal: Option<String>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
     /// giving up while this is non-zero).
     rejoins_left: u32,
@@ -171,6 +179,7 @@ impl PeerProtocol {
             hearsay: Vec::new(),
             contests: Vec::new(),
             conflict_losers: Vec::new(),
+            refusal: None,
             rejoins_left: 0,
             last_now: Instant::now(),
             stats: PeerStats::default(),
@@ -225,6 +234,13 @@ impl PeerProtocol {
             node: self.my_node,
             name: params.name,
         }
+    }
+
+    /// This player's tokens of earlier sessions (a backend switch carries them), if any.
+    fn earlier_tokens(&self) -> Option<EarlierTokens> {
+        let resume = self.params.as_ref()?.resume.as_ref()?;
+        let tokens = resume.earlier_tokens();
+        (!tokens.as_slice().is_empty()).then_some(tokens)
     }
 
     /// This peer's rank among the players: how many have a higher node.
@@ -579,11 +595,71 @@ impl PeerProtocol {
             };
             return;
         }
+        // A peer whose view is stale (it still seats this player's earlier session, or a player
+        // that left a moment ago) can find the game full while the others would seat this one.
+        // Go on asking everyone (a slave whose master refused asks everyone again); the refusal
+        // stands only if the connect loop ends without a reply, and then no game of our own is
+        // started.
+        self.stats.refusals_received += 1;
+        let refused_before = self.refusal.replace(text.clone()).is_some();
+        if let Phase::SlotRequest { .. } = self.phase {
+            if refused_before {
+                self.give_up_refused(&text);
+                return;
+            }
+            self.phase = Phase::Connecting {
+                tries: 0,
+                next: self.last_now,
+            };
+        }
+        log::info!("peer: refused while connecting ({text}); asking on");
+    }
+
+    fn give_up_refused(&mut self, text: &str) {
         log::warn!("peer: connect refused: {text}");
         self.reset();
         self.events.push_back(GameEvent::Error {
             text: format!("connect refused: {text}"),
         });
+    }
+
+    /// A connect request may say which sessions the sender had before (it switched packet
+    /// backend, or reconnects): those players are gone, whether or not their DISCONNECT came
+    /// (before this request, or at all). Without this a full game refuses a player that comes
+    /// back at once, because it still seats the player's earlier session.
+    fn retire_earlier_sessions(&mut self, sender_token: u32, events: &[WireEvent]) {
+        let Some(tokens) = events.iter().find_map(|w| match &w.event {
+            RemoteEvent::Resume(ResumeStep::Hello(tokens)) => Some(*tokens),
+            _ => None,
+        }) else {
+            return;
+        };
+        let my_token = self.my_token();
+        let earlier: Vec<u32> = tokens
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|t| *t != sender_token && *t != my_token)
+            .collect();
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let seated: Vec<u8> = session
+            .players()
+            .iter()
+            .filter(|p| earlier.contains(&p.token))
+            .map(|p| p.slot)
+            .collect();
+        for slot in seated {
+            session.remove_player(slot, "came back at a new address");
+            self.stats.earlier_sessions_retired += 1;
+        }
+        session.retire_tokens(&earlier);
+        for token in earlier {
+            if !self.departed.contains(&token) {
+                self.note_departed(token);
+            }
+        }
     }
 
     fn handle_in_game(
@@ -596,6 +672,7 @@ impl PeerProtocol {
         let header = &packet.header;
         match header.kind {
             PacketType::Connect | PacketType::SlotRequest => {
+                self.retire_earlier_sessions(header.token, events);
                 let requests = Self::requests_in(events, &from, header.token);
                 let new = self.schedule_requests(now, header.token, &requests);
                 self.forward_to_higher(now, new);
@@ -1242,6 +1319,7 @@ impl PeerProtocol {
         self.queue.clear();
         self.contests.clear();
         self.conflict_losers.clear();
+        self.refusal = None;
     }
 }
 
@@ -1320,6 +1398,7 @@ impl ClientProtocol for PeerProtocol {
         self.params = Some(params);
         self.queue.clear();
         self.session = None;
+        self.refusal = None;
         self.phase = Phase::Connecting {
             tries: 0,
             next: now,
@@ -1381,14 +1460,19 @@ impl ClientProtocol for PeerProtocol {
             Phase::Connecting { tries, next } if now >= next => {
                 if tries < self.timings.connect_tries {
                     if let Some(target) = self.connect_target() {
-                        let queue = RemoteEvent::ConnectQueue(vec![self.own_request()]);
-                        self.send_oob(target, PacketType::Connect, vec![queue]);
+                        let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+                        if let Some(earlier) = self.earlier_tokens() {
+                            events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+                        }
+                        self.send_oob(target, PacketType::Connect, events);
                         self.stats.connects_sent += 1;
                     }
                     self.phase = Phase::Connecting {
                         tries: tries + 1,
                         next: next + self.timings.connect_interval,
                     };
+                } else if let Some(text) = self.refusal.take() {
+                    self.give_up_refused(&text);
                 } else {
                     self.become_master(now);
                 }
@@ -1401,7 +1485,11 @@ impl ClientProtocol for PeerProtocol {
                 if tries < self.timings.slot_tries {
                     let queue =
                         RemoteEvent::ConnectQueue(self.queue.to_wire(Some(self.own_request())));
-                    self.send_oob(master, PacketType::SlotRequest, vec![queue]);
+                    let mut events = vec![queue];
+                    if let Some(earlier) = self.earlier_tokens() {
+                        events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+                    }
+                    self.send_oob(master, PacketType::SlotRequest, events);
                     self.stats.slot_requests_sent += 1;
                     self.phase = Phase::SlotRequest {
                         master,
@@ -1474,6 +1562,8 @@ impl ClientProtocol for PeerProtocol {
             ("slot conflicts", s.slot_conflicts),
             ("silent players replaced", s.silent_holders_replaced),
             ("conflict notices repeated", s.conflict_notices_repeated),
+            ("refusals received", s.refusals_received),
+            ("earlier sessions retired", s.earlier_sessions_retired),
             ("packets ignored", s.packets_ignored),
             ("packets rejected", s.packets_rejected),
         ];
