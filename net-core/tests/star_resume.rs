@@ -1,12 +1,12 @@
 //! Stream resumption through a gameserver, sans-IO and deterministic: two clients of one relay
-//! each queue a numbered reliable event every frame, and client A switches packet backend again
-//! and again (its session ends, a new one joins under a new token, at a new address, in another
-//! slot, with what the old one left: `Session::resume_state_for_next`). Datagrams in flight to
-//! A's old address are lost with it, so acknowledgements are lost at every switch, in both
-//! directions. Under loss, duplication and jitter, every number A queued reaches B exactly once
-//! and in order, and every number B queued reaches A (across its sessions) exactly once and in
-//! order. Sometimes the server's TCP side sees A's old connection close only after the new one
-//! has spoken (its hello then retires the old one).
+//! each queue a numbered reliable event every frame, and client A (in the second test: A or B,
+//! at random) switches packet backend again and again (its session ends, a new one joins under
+//! a new token, at a new address, in another slot, with what the old one left:
+//! `Session::resume_state_for_next`). Datagrams in flight to a client's old address are lost
+//! with it, so acknowledgements are lost at every switch, in both directions. Under loss,
+//! duplication and jitter, every number each client queued reaches the other (across both
+//! clients' sessions) exactly once and in order. Sometimes the server's TCP side sees a client's
+//! old connection close only after the new one has spoken (its hello then retires the old one).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -164,10 +164,10 @@ struct Run {
     now: Instant,
     net: Net,
     relay: RelayCore,
-    /// A (index 0) switches; B (index 1) stays.
+    /// A (index 0) and B (index 1).
     clients: [Client; 2],
-    /// A's old slot whose TCP close the server has not seen yet, and when it will.
-    late_leave: Option<(u8, Instant)>,
+    /// Old slots whose TCP close the server has not seen yet, and when it will.
+    late_leaves: Vec<(u8, Instant)>,
     next_token: u32,
     next_port: u16,
 }
@@ -206,7 +206,7 @@ impl Run {
             },
             relay,
             clients,
-            late_leave: None,
+            late_leaves: Vec::new(),
             next_token: 100,
             next_port: 7001,
         }
@@ -217,11 +217,11 @@ impl Run {
     fn frame(&mut self, queue: bool) {
         self.now += FRAME;
         let now = self.now;
-        if let Some((slot, at)) = self.late_leave {
-            if at <= now {
-                self.relay.remove_client(now, slot);
-                self.late_leave = None;
-            }
+        let (gone, pending): (Vec<_>, Vec<_>) =
+            self.late_leaves.iter().partition(|(_, at)| *at <= now);
+        self.late_leaves = pending;
+        for (slot, _) in gone {
+            self.relay.remove_client(now, slot);
         }
         if queue {
             for (player, client) in self.clients.iter_mut().enumerate() {
@@ -264,32 +264,36 @@ impl Run {
         }
     }
 
-    /// A switches: its session ends and a new one joins in the other slot, at a new port,
-    /// under a new token, with what the old one left. The server may see the old connection
-    /// close at once or only later.
-    fn switch_a(&mut self, late_leave: bool) {
+    /// Client `who` switches: its session ends and a new one joins in another slot (A moves
+    /// between 0 and 2, B between 1 and 3), from a new port of its host, under a new token,
+    /// with what the old one left. The server may see the old connection close at once or only
+    /// later.
+    fn switch(&mut self, who: usize, late_leave: bool) {
         let now = self.now;
-        let old_slot = self.clients[0].slot;
-        let state = self.clients[0].session.resume_state_for_next();
+        let other = 1 - who;
+        let old_slot = self.clients[who].slot;
+        let state = self.clients[who].session.resume_state_for_next();
         if late_leave {
-            self.late_leave = Some((old_slot, now + Duration::from_millis(150)));
+            self.late_leaves
+                .push((old_slot, now + Duration::from_millis(150)));
         } else {
             self.relay.remove_client(now, old_slot);
         }
-        self.clients[1]
+        self.clients[other]
             .session
             .remove_player(old_slot, "switching backend");
-        let slot = if old_slot == 0 { 2 } else { 0 };
-        let addr = SocketAddr::from(([10, 0, 0, 2], self.next_port));
+        let slot = (old_slot + 2) % 4;
+        let host = self.clients[who].addr.ip();
+        let addr = SocketAddr::new(host, self.next_port);
         self.next_port += 1;
         let token = self.next_token;
         self.next_token += 1;
         let mut fresh = Client::join(&mut self.relay, now, slot, addr, token);
         fresh.session.set_resume_state(state);
-        let old = std::mem::replace(&mut self.clients[0], fresh);
-        let a = &mut self.clients[0];
-        a.next_number = old.next_number;
-        a.heard = old.heard;
+        let old = std::mem::replace(&mut self.clients[who], fresh);
+        let client = &mut self.clients[who];
+        client.next_number = old.next_number;
+        client.heard = old.heard;
         let (a, b) = self.clients.split_at_mut(1);
         a[0].seat(now, &b[0]);
         b[0].seat(now, &a[0]);
@@ -319,9 +323,17 @@ fn check_series(heard: &[u32], sent: u32) -> Result<(), String> {
     }
 }
 
-/// A run: 4 s of play with a switch of A every 300-700 ms, then 3 s to settle. Returns how many
-/// events the relay and A's sessions sent again over resumed links.
-fn switching_run(seed: u64, loss: f64) -> (u64, u64) {
+/// Who switches next: always A, or A or B at random.
+#[derive(Clone, Copy)]
+enum Switching {
+    OnlyA,
+    Both,
+}
+
+/// A run: 4 s of play with a switch every 300-700 ms, then 6 s to settle (longer than the
+/// relay's and the sessions' hold limit, so a resumption slowed by loss has ended). Returns
+/// how many events the relay and A's sessions sent again over resumed links.
+fn switching_run(seed: u64, loss: f64, switching: Switching) -> (u64, u64) {
     let mut run = Run::start(seed, loss);
     let mut next_switch = run.now + Duration::from_millis(300);
     let end_of_play = run.now + Duration::from_secs(4);
@@ -329,13 +341,17 @@ fn switching_run(seed: u64, loss: f64) -> (u64, u64) {
         run.frame(true);
         if run.now >= next_switch {
             let late = run.net.rng.chance(0.3);
-            run.switch_a(late);
+            let who = match switching {
+                Switching::OnlyA => 0,
+                Switching::Both => run.net.rng.below(2) as usize,
+            };
+            run.switch(who, late);
             next_switch = run.now
                 + Duration::from_millis(300)
                 + run.net.rng.duration(Duration::from_millis(400));
         }
     }
-    for _ in 0..300 {
+    for _ in 0..600 {
         run.frame(false);
     }
     // The counters travel with the resume state from session to session.
@@ -360,7 +376,7 @@ fn a_switching_gameserver_client_and_the_others_keep_every_event_once_and_in_ord
         .unwrap_or(40);
     for seed in 1..=seeds {
         let loss = [0.0, 0.05, 0.15][seed as usize % 3];
-        let (relay, client) = switching_run(seed, loss);
+        let (relay, client) = switching_run(seed, loss, Switching::OnlyA);
         relay_carried += relay;
         client_carried += client;
     }
@@ -373,4 +389,16 @@ fn a_switching_gameserver_client_and_the_others_keep_every_event_once_and_in_ord
         "the relay never had to send anything again"
     );
     assert!(client_carried > 0, "A never had to send anything again");
+}
+
+#[test]
+fn two_gameserver_clients_switching_in_turn_keep_every_event_once_and_in_order() {
+    // STAR_BOTH_FIRST and STAR_BOTH_SEEDS search other seeds (docs/fuzzing.md).
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let first = env("STAR_BOTH_FIRST").unwrap_or(1);
+    let seeds = env("STAR_BOTH_SEEDS").unwrap_or(40);
+    for seed in first..first + seeds {
+        let loss = [0.0, 0.05, 0.15][seed as usize % 3];
+        switching_run(seed, loss, Switching::Both);
+    }
 }

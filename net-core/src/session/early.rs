@@ -79,6 +79,21 @@ impl EarlyEvents {
         self.departed.push((slot, None));
     }
 
+    /// The recently vacated slots, for the next session of a backend switch.
+    pub fn departures(&self) -> Vec<(u8, Option<Instant>)> {
+        self.departed.clone()
+    }
+
+    /// Take over the recently vacated slots of the session before a backend switch: the server
+    /// carries events of those players over to this session's link.
+    pub fn inherit(&mut self, departures: &[(u8, Option<Instant>)]) {
+        for &(slot, at) in departures {
+            if !self.departed.iter().any(|&(s, _)| s == slot) {
+                self.departed.push((slot, at));
+            }
+        }
+    }
+
     /// The session's clock moved to `now`: stamp fresh departures, forget old ones.
     pub fn advance(&mut self, now: Instant) {
         for (_, at) in &mut self.departed {

@@ -181,9 +181,13 @@ pub struct Link {
     carried_scratch: Vec<u32>,
     /// The ids an acknowledgement covers (reused between acknowledgements).
     acked_scratch: Vec<u32>,
+    /// The id the next reliable event gets (ids are given in queue order, see `number_queued`).
     next_reliable_id: u32,
-    /// Events waiting for their first transmission, in creation order.
-    queued: VecDeque<(Option<u8>, u64, RemoteEvent)>,
+    /// Events waiting for their first transmission, in creation order: (origin, tag, event,
+    /// reliable id once given).
+    queued: VecDeque<(Option<u8>, u64, RemoteEvent, Option<u32>)>,
+    /// How many queued events have their reliable id already.
+    numbered_unsent: usize,
     /// Reliable events sent and not yet acknowledged, by id.
     in_flight: VecDeque<InFlight>,
     // --- incoming ---
@@ -213,6 +217,7 @@ impl Link {
             acked_scratch: Vec::new(),
             next_reliable_id: 1,
             queued: VecDeque::new(),
+            numbered_unsent: 0,
             in_flight: VecDeque::new(),
             latest_received: None,
             received_bits: 0,
@@ -293,9 +298,7 @@ impl Link {
     pub fn has_new_events(&self) -> bool {
         match self.queued.front() {
             None => false,
-            Some((_, _, ev)) if ev.is_reliable() => {
-                self.in_flight.len() < self.config.max_in_flight
-            }
+            Some((_, _, ev, id)) if ev.is_reliable() => id.is_some() || self.window_has_room(),
             Some(_) => true,
         }
     }
@@ -334,8 +337,33 @@ impl Link {
         if self.queued.len() >= self.config.max_queued {
             return false;
         }
-        self.queued.push_back((origin, tag, event));
+        self.queued.push_back((origin, tag, event, None));
         true
+    }
+
+    /// Whether another reliable event may get an id: the ones in flight and the ones numbered
+    /// but not yet sent stay within `max_in_flight`.
+    fn window_has_room(&self) -> bool {
+        self.in_flight.len() + self.numbered_unsent < self.config.max_in_flight
+    }
+
+    /// Give the queued reliable events their ids, in queue order, as far as the window allows.
+    /// A relay writes one packet per origin, so events are not sent in queue order; numbering
+    /// them in queue order keeps the receiver's delivery (by id) in the order the relay got
+    /// them, also across origins (a player that came back from a backend switch has two).
+    fn number_queued(&mut self) {
+        for index in 0..self.queued.len() {
+            if !self.window_has_room() {
+                return;
+            }
+            let (_, _, event, id) = &mut self.queued[index];
+            if !event.is_reliable() || id.is_some() {
+                continue;
+            }
+            *id = Some(self.next_reliable_id);
+            self.next_reliable_id = self.next_reliable_id.wrapping_add(1).max(1);
+            self.numbered_unsent += 1;
+        }
     }
 
     /// Add to `origins` (each once) the origins of the events waiting for their first
@@ -351,7 +379,7 @@ impl Link {
                         .is_none_or(|t| now.saturating_duration_since(t) >= rto)
             })
             .map(|f| f.origin);
-        for origin in due.chain(self.queued.iter().map(|(o, _, _)| *o)) {
+        for origin in due.chain(self.queued.iter().map(|(o, _, _, _)| *o)) {
             if !origins.contains(&origin) {
                 origins.push(origin);
             }
@@ -394,15 +422,19 @@ impl Link {
         let waiting = self
             .queued
             .iter()
-            .map(|(origin, tag, e)| (*origin, *tag, e))
-            .chain(then);
-        let queued = waiting
-            .filter(|(_, _, e)| e.is_reliable())
-            .map(move |(origin, tag, e)| {
-                let id = next_id;
-                next_id = next_id.wrapping_add(1).max(1);
-                (id, origin, tag, e)
-            });
+            .map(|(origin, tag, e, id)| (*origin, *tag, e, *id))
+            .chain(then.map(|(origin, tag, e)| (origin, tag, e, None)));
+        let queued =
+            waiting
+                .filter(|(_, _, e, _)| e.is_reliable())
+                .map(move |(origin, tag, e, id)| {
+                    let id = id.unwrap_or_else(|| {
+                        let id = next_id;
+                        next_id = next_id.wrapping_add(1).max(1);
+                        id
+                    });
+                    (id, origin, tag, e)
+                });
         self.in_flight
             .iter()
             .map(|f| (f.id, f.origin, f.tag, &f.event))
@@ -416,7 +448,7 @@ impl Link {
 
     /// Events waiting for their first transmission (position refresh edits them in place).
     pub fn queued_events_mut(&mut self) -> impl Iterator<Item = &mut RemoteEvent> {
-        self.queued.iter_mut().map(|(_, _, event)| event)
+        self.queued.iter_mut().map(|(_, _, event, _)| event)
     }
 
     // ----- what goes out -------------------------------------------------------------------
@@ -477,31 +509,41 @@ impl Link {
             carried.push(flight.id);
         }
         // New events in creation order (a relay packet takes only its origin's).
+        self.number_queued();
         let mut index = 0;
-        while let Some((origin, _, event)) = self.queued.get(index) {
+        while let Some((origin, _, event, id)) = self.queued.get(index) {
             if !wanted(*origin) {
                 index += 1;
                 continue;
             }
-            let reliable = event.is_reliable();
-            if reliable && self.in_flight.len() >= self.config.max_in_flight {
+            if event.is_reliable() && id.is_none() {
+                break; // the in-flight window is full
+            }
+            if !writer.push_parts(*id, event)? {
                 break;
             }
-            let id = reliable.then_some(self.next_reliable_id);
-            if !writer.push_parts(id, event)? {
-                break;
-            }
-            let (origin, tag, event) = self.queued.remove(index).expect("index exists");
+            let (origin, tag, event, id) = self.queued.remove(index).expect("index exists");
             if let Some(id) = id {
-                self.next_reliable_id = self.next_reliable_id.wrapping_add(1).max(1);
-                self.in_flight.push_back(InFlight {
-                    id,
-                    origin,
-                    tag,
-                    event,
-                    last_sent: Some(now),
-                    acked: false,
-                });
+                self.numbered_unsent -= 1;
+                // In id order (a relay's per-origin packets send ids out of order): everything
+                // after the oldest unacknowledged id may still wait in the other side's reorder
+                // buffer, so only a prefix of acknowledged ids may be forgotten.
+                let at = self
+                    .in_flight
+                    .iter()
+                    .rposition(|f| seq_before(f.id, id))
+                    .map_or(0, |i| i + 1);
+                self.in_flight.insert(
+                    at,
+                    InFlight {
+                        id,
+                        origin,
+                        tag,
+                        event,
+                        last_sent: Some(now),
+                        acked: false,
+                    },
+                );
                 self.stats.reliable_sent += 1;
                 carried.push(id);
             }

@@ -327,6 +327,7 @@ impl Session {
         }
         state.note_my_token(self.my_token);
         state.next_serial = self.game_event_serial;
+        state.departed_slots = self.early.departures();
         state
     }
 
@@ -344,6 +345,7 @@ impl Session {
     /// first).
     pub fn set_resume_state(&mut self, state: ResumeState) {
         self.game_event_serial = self.game_event_serial.max(state.next_serial);
+        self.early.inherit(&state.departed_slots);
         self.resume = state;
         for remote in self.remotes.iter_mut().filter(|r| r.slot.is_none()) {
             remote.added_at_serial = self.game_event_serial;

@@ -122,6 +122,10 @@ pub struct ResumeState {
     /// This side's tokens of earlier sessions, newest first.
     earlier_tokens: VecDeque<u32>,
     lot: ParkingLot<ParkedStream, Receipt, MAX_PARKED>,
+    /// Star: slots whose player left shortly before the switch (see `EarlyEvents`). Events of
+    /// those players that the server carries over to the next session are late ones of a
+    /// player that left, not early ones of a newcomer, and must not wait for a seat.
+    pub departed_slots: Vec<(u8, Option<Instant>)>,
 }
 
 impl ResumeState {
