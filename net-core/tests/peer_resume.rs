@@ -206,10 +206,15 @@ impl Run {
             "{what}: not everyone came back: {:?}",
             self.describe()
         );
+        self.drain_and_check(what, &[])
+    }
+
+    /// Stop sending, let every queue drain for 10 s, and check what everyone got (see `check`).
+    fn drain_and_check(&mut self, what: &str, restarted: &[usize]) -> (usize, usize) {
         let end = self.net.now() + Duration::from_secs(10);
         self.net.run_until(end, |_| {});
         self.collect_events();
-        self.check(what, &[])
+        self.check(what, restarted)
     }
 
     /// `player` switches backend: leaves, and connects again from a new node with a new token
@@ -389,12 +394,9 @@ fn a_player_that_comes_back_without_what_its_session_left_gets_no_old_events_twi
     });
     run.play_for(Duration::from_secs(6));
     assert!(run.everyone_in_game(), "{:?}", run.describe());
-    let end = run.net.now() + Duration::from_secs(10);
-    run.net.run_until(end, |_| {});
-    run.collect_events();
     // Ordered and without duplicates everywhere; between the others and the new player,
     // everything owed arrives.
-    let (owed, _) = run.check("seed 7", &[2]);
+    let (owed, _) = run.drain_and_check("seed 7", &[2]);
     assert!(owed > 500, "the new player and the others exchanged {owed}");
 }
 
@@ -439,10 +441,7 @@ fn a_peer_that_missed_a_goodbye_lets_the_player_back_into_its_old_slot() {
         "the ghost gave way once it was silent: {:?}",
         holder.stats()
     );
-    let end = run.net.now() + Duration::from_secs(10);
-    run.net.run_until(end, |_| {});
-    run.collect_events();
-    let (owed, _) = run.check("seed 11", &[]);
+    let (owed, _) = run.drain_and_check("seed 11", &[]);
     assert!(owed > 0);
 }
 
@@ -472,9 +471,6 @@ fn a_full_game_lets_a_player_back_in_that_a_peer_still_seats() {
         "{:?}",
         peer.stats()
     );
-    let end = run.net.now() + Duration::from_secs(10);
-    run.net.run_until(end, |_| {});
-    run.collect_events();
-    let (owed, _) = run.check("seed 21", &[]);
+    let (owed, _) = run.drain_and_check("seed 21", &[]);
     assert!(owed > 0);
 }
