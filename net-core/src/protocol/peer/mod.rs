@@ -99,6 +99,36 @@ enum Claim {
     Lost,
 }
 
+/// A time kept per player token, for the last `MAX_DEPARTED` tokens (the oldest goes first).
+#[derive(Debug, Default)]
+struct TokenTimes(Vec<(u32, Instant)>);
+
+impl TokenTimes {
+    fn get(&self, token: u32) -> Option<Instant> {
+        self.0.iter().find(|(t, _)| *t == token).map(|(_, at)| *at)
+    }
+
+    fn set(&mut self, token: u32, at: Instant) {
+        match self.0.iter_mut().find(|(t, _)| *t == token) {
+            Some(entry) => entry.1 = at,
+            None => {
+                if self.0.len() >= MAX_DEPARTED {
+                    self.0.remove(0);
+                }
+                self.0.push((token, at));
+            }
+        }
+    }
+
+    fn remove(&mut self, token: u32) {
+        self.0.retain(|(t, _)| *t != token);
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// Counters shown by `status` and checked by tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerStats {
@@ -146,11 +176,11 @@ pub struct PeerProtocol {
     hearsay: Vec<PlayerListEntry>,
     /// Claimants of a slot a live player holds here, by token, with when the claim was first
     /// seen (see `clear_slot_for`).
-    contests: Vec<(u32, Instant)>,
+    contests: TokenTimes,
     /// Players told they lost a slot conflict, by token, with when they were last told: their
     /// packets keep coming until a notice arrives, so each one that comes is answered again
     /// (at most every `reply_wait`).
-    conflict_losers: Vec<(u32, Instant)>,
+    conflict_losers: TokenTimes,
     /// Why a peer refused this one while it was connecting (see `take_refusal`).
     refusal: Option<String>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
@@ -177,8 +207,8 @@ impl PeerProtocol {
             decode_errors: BTreeMap::new(),
             departed: VecDeque::new(),
             hearsay: Vec::new(),
-            contests: Vec::new(),
-            conflict_losers: Vec::new(),
+            contests: TokenTimes::default(),
+            conflict_losers: TokenTimes::default(),
             refusal: None,
             rejoins_left: 0,
             last_now: Instant::now(),
@@ -656,9 +686,7 @@ impl PeerProtocol {
         }
         session.retire_tokens(&earlier);
         for token in earlier {
-            if !self.departed.contains(&token) {
-                self.note_departed(token);
-            }
+            self.note_departed(token);
         }
     }
 
@@ -871,6 +899,9 @@ impl PeerProtocol {
 
     /// Remember a token that left, so late packets carrying it cannot seat it again.
     fn note_departed(&mut self, token: u32) {
+        if self.departed.contains(&token) {
+            return;
+        }
         if self.departed.len() >= MAX_DEPARTED {
             self.departed.pop_front();
         }
@@ -1033,9 +1064,12 @@ impl PeerProtocol {
             self.stats.silent_holders_replaced += 1;
             return self.end_contest(claimant.token, Claim::Free);
         }
-        let first = self.contest_started(claimant.token, now);
-        if !is_me && now.saturating_duration_since(first) < window {
-            return Claim::Undecided;
+        if !is_me {
+            let first = self.contests.get(claimant.token).unwrap_or(now);
+            if now.saturating_duration_since(first) < window {
+                self.contests.set(claimant.token, first);
+                return Claim::Undecided;
+            }
         }
         let outcome = if self.settle_slot_conflict(now, claimant, (token, node)) {
             Claim::Free
@@ -1045,21 +1079,9 @@ impl PeerProtocol {
         self.end_contest(claimant.token, outcome)
     }
 
-    /// When `token` first contested a slot held here (now, if this is the first time).
-    fn contest_started(&mut self, token: u32, now: Instant) -> Instant {
-        if let Some((_, first)) = self.contests.iter().find(|(t, _)| *t == token) {
-            return *first;
-        }
-        if self.contests.len() >= MAX_DEPARTED {
-            self.contests.remove(0);
-        }
-        self.contests.push((token, now));
-        now
-    }
-
     /// Forget `token`'s contest (it was decided) and pass the decision on.
     fn end_contest(&mut self, token: u32, outcome: Claim) -> Claim {
-        self.contests.retain(|(t, _)| *t != token);
+        self.contests.remove(token);
         outcome
     }
 
@@ -1103,12 +1125,10 @@ impl PeerProtocol {
     /// A packet of a player that lost a slot conflict here: its notice was lost, so say it again
     /// (at most every `reply_wait`). Returns false: the packet is not accepted.
     fn remind_conflict_loser(&mut self, now: Instant, from: &Node, token: u32) -> bool {
-        let every = self.timings.reply_wait;
-        let Some(entry) = self.conflict_losers.iter_mut().find(|(t, _)| *t == token) else {
+        let Some(told) = self.conflict_losers.get(token) else {
             return false;
         };
-        if now.saturating_duration_since(entry.1) >= every {
-            entry.1 = now;
+        if now.saturating_duration_since(told) >= self.timings.reply_wait {
             self.stats.conflict_notices_repeated += 1;
             self.send_conflict_notice(token, *from);
         }
@@ -1116,16 +1136,7 @@ impl PeerProtocol {
     }
 
     fn send_conflict_notice(&mut self, token: u32, node: Node) {
-        let now = self.last_now;
-        match self.conflict_losers.iter_mut().find(|(t, _)| *t == token) {
-            Some(entry) => entry.1 = now,
-            None => {
-                if self.conflict_losers.len() >= MAX_DEPARTED {
-                    self.conflict_losers.remove(0);
-                }
-                self.conflict_losers.push((token, now));
-            }
-        }
+        self.conflict_losers.set(token, self.last_now);
         let events = vec![
             RemoteEvent::ConnectQueue(vec![ConnectRequest {
                 token,
