@@ -498,3 +498,74 @@ fn a_client_that_arrives_late_hears_who_has_joined_already() {
         "{got:?}"
     );
 }
+
+#[test]
+fn a_client_coming_back_while_its_earlier_self_is_listed_never_gets_its_own_events() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let mut old_a = greeted(&mut relay, 0, now);
+    let mut b = greeted(&mut relay, 1, now);
+    // A switches backend: it joins again in slot 2 from the same host, under a new token,
+    // before the server's TCP side has seen its old connection (slot 0) close.
+    let later = now + Duration::from_millis(100);
+    relay.add_client(later, 2, addr(2), token(2));
+    // A packet of its earlier session, sent just before the switch, arrives now: the relay
+    // still sees slot 0 as another player, and holds its text for the newcomer.
+    let p = old_a.packet(later, PacketType::GameState, None, vec![text("mine")]);
+    relay.handle_datagram(later, addr(0), &p);
+    relay.handle_timeout(later + relay.config().event_delay);
+    // The newcomer's hello names its earlier token: it was slot 0.
+    let mut new_a = Client::new(2);
+    let hello = RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([token(0)])));
+    let p = new_a.packet(later, PacketType::NodeAlive, None, vec![hello]);
+    relay.handle_datagram(later, addr(2), &p);
+    let mut to_new_a = Vec::new();
+    let mut to_b = Vec::new();
+    let mut at = later;
+    for round in 0..20 {
+        at += Duration::from_millis(50);
+        // Both acknowledge what they got; A ends its side of the resumption ("done": it kept
+        // nothing of its old link to answer for).
+        let done = vec![RemoteEvent::Resume(ResumeStep::Done)];
+        let p = new_a.packet(
+            at,
+            PacketType::NodeAlive,
+            None,
+            if round == 0 { done } else { Vec::new() },
+        );
+        relay.handle_datagram(at, addr(2), &p);
+        let p = b.packet(at, PacketType::NodeAlive, None, Vec::new());
+        relay.handle_datagram(at, addr(1), &p);
+        if relay.poll_timeout().is_some_and(|t| t <= at) {
+            relay.handle_timeout(at);
+        }
+        let mut buf = [0u8; 1400];
+        while let Some((to, len)) = relay.poll_transmit(at, &mut buf) {
+            if to == addr(2) {
+                to_new_a.extend(new_a.receive(at, &buf[..len]));
+            } else if to == addr(1) {
+                to_b.extend(b.receive(at, &buf[..len]));
+            }
+        }
+    }
+    let mine = |d: &Delivery| matches!(d, Delivery::Event { event, .. } if *event == text("mine"));
+    assert_eq!(
+        to_b.iter().filter(|d| mine(d)).count(),
+        1,
+        "the other player gets it once: {to_b:?}"
+    );
+    assert!(
+        !to_new_a.iter().any(mine),
+        "A got its own text back: {to_new_a:?}"
+    );
+    assert!(
+        to_new_a.iter().any(|d| matches!(
+            d,
+            Delivery::Event {
+                event: RemoteEvent::Resume(ResumeStep::Done),
+                ..
+            }
+        )),
+        "the resumption ran: {to_new_a:?}"
+    );
+}

@@ -57,6 +57,8 @@ struct Client {
     next_number: u32,
     /// The series numbers it got from the other player, in order, across its sessions.
     heard: Vec<u32>,
+    /// Its own series numbers relayed back to it (its earlier self seen as another player).
+    echoed: Vec<u32>,
 }
 
 impl Client {
@@ -83,6 +85,7 @@ impl Client {
             token,
             next_number: 0,
             heard: Vec::new(),
+            echoed: Vec::new(),
         }
     }
 
@@ -99,7 +102,8 @@ impl Client {
         );
     }
 
-    fn collect(&mut self, from_player: usize) {
+    fn collect(&mut self, me: usize) {
+        let from_player = 1 - me;
         while let Some(event) = self.session.poll_event() {
             if let GameEvent::Remote {
                 event:
@@ -109,9 +113,11 @@ impl Client {
                 ..
             } = event
             {
+                let number = u32::from_be_bytes(data.as_bytes().try_into().unwrap());
                 if custom_type == SERIES_TYPE + from_player as u16 {
-                    self.heard
-                        .push(u32::from_be_bytes(data.as_bytes().try_into().unwrap()));
+                    self.heard.push(number);
+                } else if custom_type == SERIES_TYPE + me as u16 {
+                    self.echoed.push(number);
                 }
             }
         }
@@ -260,7 +266,7 @@ impl Run {
             while let Some((_, len)) = client.session.poll_transmit(now, &mut buf) {
                 self.net.send(now, client.addr, server_addr(), &buf[..len]);
             }
-            client.collect(1 - player);
+            client.collect(player);
         }
     }
 
@@ -294,6 +300,7 @@ impl Run {
         let client = &mut self.clients[who];
         client.next_number = old.next_number;
         client.heard = old.heard;
+        client.echoed = old.echoed;
         let (a, b) = self.clients.split_at_mut(1);
         a[0].seat(now, &b[0]);
         b[0].seat(now, &a[0]);
@@ -362,6 +369,14 @@ fn switching_run(seed: u64, loss: f64, switching: Switching) -> (u64, u64) {
     }
     if let Err(err) = check_series(&a.heard, b.next_number) {
         panic!("seed {seed}, loss {loss}: A heard from B: {err}");
+    }
+    for (name, client) in [("A", a), ("B", b)] {
+        assert!(
+            client.echoed.is_empty(),
+            "seed {seed}, loss {loss}: {name} got {} of its own events back, e.g. {:?}",
+            client.echoed.len(),
+            &client.echoed[..client.echoed.len().min(8)]
+        );
     }
     (run.relay.resume_stats().events_carried, carried_by_clients)
 }

@@ -38,7 +38,7 @@ use crate::wire::{decode_packet, PacketType, WireEvent};
 use grid::SpatialGrid;
 use out_buffers::OutBuffers;
 use outbox::{Outbox, Relayed};
-use resume::{RelayParked, RelayResume, HOLD_LIMIT};
+use resume::{OwnEvents, RelayParked, RelayResume, HOLD_LIMIT};
 
 /// Settings of the relay.
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +106,19 @@ struct Client {
     resuming: Vec<RelayParked>,
     /// Its answers so far: (its token on the old link, the last id it delivered).
     answers: Vec<(u32, u32)>,
+    /// The relay's serial when it took this slot: the client's own events come after it.
+    seated_after: u64,
+    /// What its earlier sessions sent (from its hello): never relayed back to it.
+    earlier_selves: Vec<OwnEvents>,
+}
+
+impl Client {
+    /// Whether a relayed event is this client's own, sent by one of its earlier sessions.
+    fn is_own(&self, origin: u8, serial: u64) -> bool {
+        self.earlier_selves
+            .iter()
+            .any(|own| own.contains(origin, serial))
+    }
 }
 
 /// The relay of one gameserver.
@@ -217,6 +230,11 @@ impl RelayCore {
             ip: client.addr.ip(),
             delivered: client.link.delivered_id(),
             outgoing,
+            own: OwnEvents {
+                slot: client.slot,
+                after: client.seated_after,
+                up_to: self.serial,
+            },
             parked_at: now,
         });
     }
@@ -258,6 +276,8 @@ impl RelayCore {
             held: Some((Vec::new(), now)),
             resuming: Vec::new(),
             answers: Vec::new(),
+            seated_after: self.serial,
+            earlier_selves: Vec::new(),
         });
         self.pending_since.get_or_insert(now);
     }
@@ -278,9 +298,12 @@ impl RelayCore {
     }
 
     /// Queue relayed events for `client`: held back while its hello is awaited, else on its
-    /// link.
+    /// link; never its own, from an earlier session of it that was still seated.
     fn queue_for(client: &mut Client, events: impl Iterator<Item = Relayed>, max: usize) {
         for (origin, serial, event) in events {
+            if client.is_own(origin, serial) {
+                continue;
+            }
             match client.held.as_mut() {
                 Some((held, _)) if held.len() >= max => {
                     log::warn!("relay: held events for slot {} full", client.slot);
@@ -598,6 +621,20 @@ impl RelayCore {
                 let Some(client) = self.clients[usize::from(slot)].as_mut() else {
                     return;
                 };
+                // What its earlier selves sent may already wait for it (relayed while they
+                // still seemed to be other players): it is its own, and never goes back.
+                client.earlier_selves.extend(
+                    found
+                        .iter()
+                        .map(|p| p.own)
+                        .chain(receipts.iter().map(|r| r.own)),
+                );
+                if let Some((held, _)) = client.held.as_mut() {
+                    let selves = &client.earlier_selves;
+                    held.retain(|(origin, serial, _)| {
+                        !selves.iter().any(|own| own.contains(*origin, *serial))
+                    });
+                }
                 let answers = found
                     .iter()
                     .map(|p| (p.client_token, p.delivered))
@@ -668,6 +705,7 @@ impl RelayCore {
                         .chain(self.due.drain(..))
                         .filter(|(_, serial, _)| !delivered(serial)),
                 );
+                owed.retain(|(origin, serial, _)| !client.is_own(*origin, *serial));
                 owed.sort_by_key(|(_, serial, _)| *serial);
                 owed.dedup_by(|a, b| a.1 == b.1);
                 for (origin, serial, event) in owed {

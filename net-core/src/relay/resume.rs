@@ -18,6 +18,10 @@
 //! (normally one round trip, at most [`HOLD_LIMIT`]), so carried events come before newer ones
 //! from the same player.
 //!
+//! Each parked link also says which relayed events were the client's own ([`OwnEvents`]: its
+//! slot and the relay serials it sent under), so the returning client is never sent what its
+//! earlier self said while the relay still counted that self as another player.
+//!
 //! This module keeps the parked links and receipts; `RelayCore` runs the exchange.
 
 use std::net::IpAddr;
@@ -48,7 +52,25 @@ pub struct RelayParked {
     /// Relayed events the client may not have delivered, oldest first, with their reliable id
     /// on the old link.
     pub outgoing: Vec<(u32, Relayed)>,
+    /// Which relayed events were the client's own on that link: its slot and its serials.
+    pub own: OwnEvents,
     pub parked_at: Instant,
+}
+
+/// The events one client sent through the relay while it sat in a slot: relayed events from
+/// `slot` with a serial after `after` and up to `up_to`. A client coming back must never be
+/// sent these (they are its own, from its earlier session).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnEvents {
+    pub slot: u8,
+    pub after: u64,
+    pub up_to: u64,
+}
+
+impl OwnEvents {
+    pub fn contains(&self, origin: u8, serial: u64) -> bool {
+        origin == self.slot && serial > self.after && serial <= self.up_to
+    }
 }
 
 impl RelayParked {
@@ -74,6 +96,7 @@ pub struct RelayReceipt {
     pub client_token: u32,
     pub ip: IpAddr,
     pub delivered: u32,
+    pub own: OwnEvents,
     pub parked_at: Instant,
 }
 
@@ -138,6 +161,7 @@ impl RelayResume {
                 client_token: stream.client_token,
                 ip: stream.ip,
                 delivered: stream.delivered,
+                own: stream.own,
                 parked_at: stream.parked_at,
             };
             self.lot
@@ -185,6 +209,11 @@ mod tests {
             ip: HOST,
             delivered: 9,
             outgoing: vec![(4, (1, 40, text("four"))), (5, (2, 50, text("five")))],
+            own: OwnEvents {
+                slot: 0,
+                after: 0,
+                up_to: 60,
+            },
             parked_at: at,
         }
     }
