@@ -18,6 +18,10 @@ step "build"
 cargo build --workspace --all-targets --quiet
 step "test"
 cargo test --workspace --no-fail-fast -- --test-threads="${TEST_THREADS:-2}"
+step "test the protocol core again as games and servers ship it (release build)"
+# Optimised code can differ from what the debug tests saw (a release-only miscompile once lost a
+# server counter: server/connections.rs), so the sans-IO core's tests run in release too.
+cargo test --release -p parsec-net-core --no-fail-fast -- --test-threads="${TEST_THREADS:-2}"
 step "fuzz (short run of every target; docs/fuzzing.md for longer runs)"
 tools/fuzz.sh "${FUZZ_SECONDS:-5}"
 step "all tests passed"

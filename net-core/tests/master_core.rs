@@ -247,3 +247,19 @@ proptest! {
         prop_assert_eq!(b.lines(1), vec!["players acknowledged.".to_string()]);
     }
 }
+
+#[test]
+fn an_overlong_line_is_refused_closed_and_counted() {
+    let mut b = Bench::new(config());
+    b.join(1, "good");
+    b.connect(2, "10.0.0.2").unwrap();
+    b.send(2, &format!("{} url: {}", join("bad"), "x".repeat(600)));
+    assert_eq!(b.lines(2), ["illegal request not processed"]);
+    assert!(b.closed(2));
+    let counters = b.core.counters();
+    let count = |name: &str| counters.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    // Release builds once lost this count while still closing (see server/connections.rs).
+    assert_eq!(count("overlong_lines"), Some(1));
+    assert_eq!(count("illegal_requests"), Some(1));
+    assert_eq!(b.names(), ["good"]);
+}

@@ -315,6 +315,11 @@ fn overlong_line_is_refused_and_closes_binary_line_does_not() {
     // The well-behaved client was not disturbed.
     b.send(1, "my new name: still-good");
     assert_eq!(b.lines(1), vec!["new name accepted"]);
+    // Counted as what they were (release builds once lost the overlong count: see
+    // server/connections.rs).
+    let counters = b.core.counters();
+    let count = |name: &str| counters.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    assert_eq!(count("overlong_lines"), Some(1));
 }
 
 #[test]

@@ -175,7 +175,13 @@ impl<S> Connections<S> {
     pub fn refuse_line(&mut self, conn: ConnId, fault: LineFault, reply: &str) -> bool {
         self.send(conn, reply);
         let overlong = fault == LineFault::Overlong;
-        self.overlong_lines += u64::from(overlong);
+        // A branch, not `+= u64::from(overlong)`: rustc 1.95 (LLVM 22.1) release builds dropped
+        // that add once this was inlined into the masterserver's line handling, so overlong
+        // lines were refused and closed but never counted (net-core/tests/master_core.rs, run in
+        // release by tools/test.sh, catches it).
+        if overlong {
+            self.overlong_lines += 1;
+        }
         overlong
     }
 
