@@ -48,8 +48,42 @@ fn unknown_command_names_itself_and_points_to_help() {
     let mut sub = Subsystem::new();
     let (out, result) = exec(&mut sub, "fly to the moon");
     assert_eq!(result, Err(ErrorCode::UnknownCommand));
-    assert_eq!(out, "unknown command 'fly'; type help for the command list");
+    assert_eq!(
+        out,
+        "unknown command 'fly'; usage: help [COMMAND] lists the commands"
+    );
     assert_eq!(sub.input_errors().console_lines, 1);
+    let (out, result) = exec(&mut sub, "stauts");
+    assert_eq!(result, Err(ErrorCode::UnknownCommand));
+    assert!(out.contains("(did you mean status?)"), "{out}");
+    assert!(out.contains("usage: help [COMMAND]"), "{out}");
+    let (out, result) = exec(&mut sub, "help fly");
+    assert_eq!(result, Err(ErrorCode::UnknownCommand));
+    assert!(out.contains("'fly'") && out.contains("usage:"), "{out}");
+}
+
+#[test]
+fn command_names_are_read_in_any_letter_case() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "HELP net.api");
+    assert_eq!(result, Ok(()), "{out}");
+    assert!(out.starts_with("usage: net.api udp|ipx|NAME|PATH"), "{out}");
+    assert_eq!(exec(&mut sub, "Net.SendFreq 30").1, Ok(()));
+    assert!(exec(&mut sub, "net.sendfreq").0.contains("30"));
+    let (out, result) = exec(&mut sub, "NET.PORT abc");
+    assert_eq!(result, Err(ErrorCode::Parse));
+    assert!(out.starts_with("net.port: "), "named as listed: {out}");
+}
+
+#[test]
+fn lines_refused_before_parsing_still_show_a_usage() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, &"x".repeat(2000));
+    assert_eq!(result, Err(ErrorCode::TooLarge));
+    assert!(out.contains("usage:"), "{out}");
+    let (out, result) = exec(&mut sub, "say a\u{7}b");
+    assert_eq!(result, Err(ErrorCode::InvalidArgument));
+    assert!(out.contains("usage:"), "{out}");
 }
 
 #[test]

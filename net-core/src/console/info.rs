@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use super::commands::{no_args, BACKEND_OPTION, COMMANDS};
-use crate::error::{ErrorCode, NetError, NetResult};
+use crate::error::NetResult;
 use crate::packet_api::BackendOrigin;
 use crate::subsystem::Subsystem;
 
@@ -18,13 +18,7 @@ pub fn help(_sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> Net
     }
     match super::find_command(args) {
         Some(c) => Ok(format!("usage: {}\n{}", c.usage, c.summary)),
-        None => Err(NetError::new(
-            ErrorCode::UnknownCommand,
-            format!(
-                "no command named '{}'; type help for the command list",
-                args.escape_debug()
-            ),
-        )),
+        None => Err(super::unknown_command(args)),
     }
 }
 

@@ -7,6 +7,7 @@ mod commands;
 mod game_calls;
 mod info;
 mod settings;
+mod suggestion;
 
 use std::time::Instant;
 
@@ -42,12 +43,31 @@ impl ConsoleReply {
     }
 }
 
-/// Find a command by its exact name, including the `net.<backend>.<key>` family.
+/// Find a command by its name, in any letter case (`STATUS` is `status`, as in the consoles of
+/// the games of the time), including the `net.<backend>.<key>` family.
 pub fn find_command(name: &str) -> Option<&'static Command> {
     COMMANDS
         .iter()
-        .find(|c| c.name == name)
-        .or_else(|| commands::is_backend_option_name(name).then_some(&commands::BACKEND_OPTION))
+        .find(|c| c.name.eq_ignore_ascii_case(name))
+        .or_else(|| {
+            let lower = name.to_ascii_lowercase();
+            commands::is_backend_option_name(&lower).then_some(&commands::BACKEND_OPTION)
+        })
+}
+
+/// The reply to a command word that names no command: the problem, the closest command if one
+/// is near (a typo), and the usage that lists them all.
+pub fn unknown_command(name: &str) -> NetError {
+    let near = suggestion::closest(name, COMMANDS.iter().map(|c| c.name))
+        .map(|c| format!(" (did you mean {c}?)"))
+        .unwrap_or_default();
+    NetError::new(
+        ErrorCode::UnknownCommand,
+        format!(
+            "unknown command '{}'{near}; usage: help [COMMAND] lists the commands",
+            name.escape_debug()
+        ),
+    )
 }
 
 /// Split a line into the command word and the rest (trimmed).
@@ -65,14 +85,14 @@ pub fn validate_line(line: &str) -> NetResult<()> {
         return Err(NetError::new(
             ErrorCode::TooLarge,
             format!(
-                "console line of {} bytes is longer than {MAX_LINE_LEN} bytes",
+                "console line of {} bytes is longer than {MAX_LINE_LEN} bytes; usage: COMMAND [ARGUMENTS] in at most {MAX_LINE_LEN} bytes",
                 line.len()
             ),
         ));
     }
     if let Some(c) = line.chars().find(|c| c.is_control() && *c != '\t') {
         return Err(NetError::invalid(format!(
-            "console line contains the control character {:?}",
+            "console line contains the control character {:?}; usage: COMMAND [ARGUMENTS] on one line of printable text",
             c
         )));
     }
@@ -89,13 +109,15 @@ pub fn exec(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleReply {
         return ConsoleReply::ok(String::new());
     }
     let Some(command) = find_command(name) else {
-        return ConsoleReply::err(NetError::new(
-            ErrorCode::UnknownCommand,
-            format!(
-                "unknown command '{}'; type help for the command list",
-                name.escape_debug()
-            ),
-        ));
+        return ConsoleReply::err(unknown_command(name));
+    };
+    // Commands see their name as listed (the backend option family: lower case).
+    let lowered;
+    let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        lowered = name.to_ascii_lowercase();
+        lowered.as_str()
+    } else {
+        name
     };
     match (command.run)(sub, name, args, now) {
         Ok(text) => ConsoleReply::ok(text),
