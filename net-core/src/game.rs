@@ -90,10 +90,18 @@ pub struct GameInterface {
     stats: GameStats,
 }
 
+/// The name of a player who has not chosen one: `player-` and four hex digits, different in
+/// every process, so two games that never set a name can still sit on one slot or game server
+/// (which refuses a name already taken) and can be told apart in a peer game.
+pub fn default_player_name(random: u32) -> PlayerName {
+    let text = format!("player-{:04x}", random & 0xffff);
+    PlayerName::new(text.as_bytes()).expect("a short ASCII name is valid")
+}
+
 impl Default for GameInterface {
     fn default() -> Self {
         GameInterface {
-            name: PlayerName::new(b"player").expect("valid default name"),
+            name: default_player_name(crate::random::nonzero_u32()),
             local_state: ShipState::default(),
             events: VecDeque::new(),
             position_callback: None,

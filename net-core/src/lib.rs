@@ -14,6 +14,7 @@ pub mod master;
 pub mod packet_api;
 pub mod pooled_bytes;
 pub mod protocol;
+pub mod random;
 pub mod relay;
 pub mod rmev;
 pub mod server;

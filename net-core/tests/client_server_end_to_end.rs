@@ -83,7 +83,7 @@ fn console(sub: &mut Subsystem, line: &str) -> String {
     reply.output
 }
 
-/// A client on loopback connected to `server` with `protocol`.
+/// A client on loopback connected to `server` with `protocol` (`name` "": it never sets one).
 fn client(name: &str, protocol: &str, server: SocketAddr) -> Subsystem {
     let mut sub = Subsystem::new();
     for line in [
@@ -95,7 +95,9 @@ fn client(name: &str, protocol: &str, server: SocketAddr) -> Subsystem {
         format!("name {name}"),
         format!("connect {server}"),
     ] {
-        console(&mut sub, &line);
+        if line != "name " {
+            console(&mut sub, &line);
+        }
     }
     sub
 }
@@ -358,6 +360,20 @@ fn two_seated_players(names: [&str; 2]) -> (Server, Vec<Player>) {
                 GameEvent::PlayerConnected { .. }
             )))));
     (server, players)
+}
+
+#[test]
+fn two_players_who_never_chose_a_name_both_get_a_seat() {
+    // The server refuses a name already taken; every game's default name differs.
+    let (server, players) = two_seated_players(["", ""]);
+    let names: Vec<String> = players
+        .iter()
+        .map(|p| p.sub.game().name().to_string())
+        .collect();
+    assert_ne!(names[0], names[1]);
+    assert!(names.iter().all(|n| n.starts_with("player-")), "{names:?}");
+    drop(players);
+    server.finish();
 }
 
 #[test]

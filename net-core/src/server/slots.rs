@@ -18,7 +18,6 @@
 //! ban file when the ban list has one.
 
 use std::collections::VecDeque;
-use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -116,18 +115,7 @@ impl SlotServerConfig {
 
 /// A random non-zero token for one server run.
 pub fn random_token() -> u32 {
-    loop {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let token = hasher.finish() as u32;
-        if token != 0 {
-            return token;
-        }
-    }
+    crate::random::nonzero_u32()
 }
 
 /// One joined player.

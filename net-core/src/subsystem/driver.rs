@@ -3,7 +3,6 @@
 //! runs timers, refreshes time-critical positions, sends) and routes what comes out: events to
 //! the game (and to a demo being recorded), datagrams to the backend.
 
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -146,7 +145,7 @@ impl Subsystem {
             broadcast,
             local_node,
             name: *self.game.name(),
-            token: random_token(),
+            token: crate::random::nonzero_u32(),
             order,
             session: self.settings.session_config(backend.max_payload()),
             server: server.clone(),
@@ -542,20 +541,4 @@ fn resolver(backend: &Arc<crate::packet_api::Backend>) -> NodeResolver {
         };
         backend.parse_node(&text, port).ok()
     })
-}
-
-/// A random non-zero session token.
-fn random_token() -> u32 {
-    loop {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let token = hasher.finish() as u32;
-        if token != 0 {
-            return token;
-        }
-    }
 }
