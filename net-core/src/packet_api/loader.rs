@@ -1,6 +1,8 @@
 //! Finds and loads packet backend libraries for `net.api udp|ipx|NAME|PATH`.
 //!
-//! Resolution: text with a path separator or a library suffix is a PATH and is loaded as given.
+//! Resolution: text with a path separator or a library suffix is a PATH and is loaded as given;
+//! a bare file name with a suffix (`libmy_backend.so`) that is not in the current directory is
+//! then looked for in the directories below, like a NAME.
 //! Anything else is a NAME (the built-in short names `udp` and `ipx` are names too) and is looked
 //! up as `libparsec_backend_NAME`, `libNAME` and `NAME` with the platform's library suffix in, in
 //! order: each directory of `PARSEC_NET_BACKEND_PATH`, the directory of the library that holds
@@ -142,14 +144,24 @@ fn core_library_dir() -> Option<PathBuf> {
 /// Find the file for a spec: the path itself, or the first match of a name in the search dirs.
 pub fn locate(spec: &BackendSpec) -> NetResult<PathBuf> {
     match spec {
+        BackendSpec::Path(path) if path.exists() => Ok(path.clone()),
         BackendSpec::Path(path) => {
-            if !path.exists() {
-                return Err(NetError::new(
-                    ErrorCode::BackendLoad,
-                    format!("cannot load '{}': no such file", path.display()),
-                ));
+            // A bare file name ("libmy_backend.so") not in the current directory is looked for
+            // where names are.
+            let bare = path.components().count() == 1;
+            let dirs = if bare { search_dirs() } else { Vec::new() };
+            if let Some(found) = dirs.iter().map(|d| d.join(path)).find(|p| p.is_file()) {
+                return Ok(found);
             }
-            Ok(path.clone())
+            let searched = if bare {
+                format!(", here or in {}", dir_list(&dirs))
+            } else {
+                String::new()
+            };
+            Err(NetError::new(
+                ErrorCode::BackendLoad,
+                format!("cannot load '{}': no such file{searched}", path.display()),
+            ))
         }
         BackendSpec::Name(name) => {
             let files = library_file_names(name);
@@ -162,17 +174,25 @@ pub fn locate(spec: &BackendSpec) -> NetResult<PathBuf> {
                     }
                 }
             }
-            let dir_list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
             Err(NetError::new(
                 ErrorCode::BackendLoad,
                 format!(
                     "no backend named '{name}': looked for {} in {} (set {BACKEND_PATH_ENV} or give a path)",
                     files.join(", "),
-                    if dir_list.is_empty() { "no directory".to_string() } else { dir_list.join(", ") }
+                    dir_list(&dirs)
                 ),
             ))
         }
     }
+}
+
+/// The searched directories for a message.
+fn dir_list(dirs: &[PathBuf]) -> String {
+    if dirs.is_empty() {
+        return "no directory".to_string();
+    }
+    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    shown.join(", ")
 }
 
 /// Load and validate the backend a spec names.
@@ -287,6 +307,25 @@ mod tests {
         assert!(e.message.contains("no such file"), "{}", e.message);
         let e = load_path(Path::new("/tmp")).err().unwrap();
         assert!(e.message.contains("directory"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_bare_library_file_name_is_looked_for_where_names_are() {
+        // The UDP backend is built with the workspace, like every test's default backend.
+        let by_name = locate(&BackendSpec::Name("udp".into())).expect("the UDP backend is built");
+        let file = by_name.file_name().unwrap();
+        assert!(!Path::new(file).exists(), "not in the current directory");
+        let spec = BackendSpec::parse(file.to_str().unwrap()).unwrap();
+        assert!(matches!(spec, BackendSpec::Path(_)));
+        assert_eq!(locate(&spec).unwrap(), by_name);
+        let e = locate(&BackendSpec::Path("libparsec_backend_nothing.so".into()))
+            .err()
+            .unwrap();
+        assert!(
+            e.message.contains("no such file, here or in "),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
