@@ -299,3 +299,22 @@ fn arbitrary_bytes_never_panic() {
         assert!(!reply.output.contains('\n') || reply.result.is_ok());
     }
 }
+
+#[test]
+fn status_names_every_field_even_before_a_game() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "status");
+    assert_eq!(result, Ok(()));
+    for field in [
+        "protocol: peer",
+        "backend: udp",
+        "game: not in a game",
+        "slot -",
+        "0 other players",
+        "RTT -",
+        "loss -",
+        "settings:",
+    ] {
+        assert!(out.contains(field), "missing {field:?} in:\n{out}");
+    }
+}

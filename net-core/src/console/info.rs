@@ -82,7 +82,7 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         let s = session.stats();
         let secs = sub.uptime(now).as_secs_f64().max(0.001);
         format!(
-            "game: slot {}, {} other players, {}, rtt {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
+            "game: slot {}, {} other players, {}, RTT {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
             session.my_slot(),
             session.players().len(),
             if session.is_joined() { "joined" } else { "not joined" },
@@ -98,9 +98,11 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
             session.unacknowledged()
         )
     });
-    if let Some(line) = session_line {
-        let _ = writeln!(out, "{line}");
-    }
+    // The same fields when there is no game, so a reader always finds them.
+    let line = session_line.unwrap_or_else(|| {
+        "game: not in a game (slot -, 0 other players, not joined, RTT -, loss -)".to_string()
+    });
+    let _ = writeln!(out, "{line}");
     if let Some(session) = sub.protocol_module().and_then(|p| p.session()) {
         let s = session.stats();
         let r = session.resume_state().stats();
