@@ -26,7 +26,13 @@ use rustyline::{Context, Editor, ExternalPrinter, Helper};
 
 use crate::event_text;
 
-const USAGE: &str = "usage: parsecnet console [--exec \"CMD; CMD; ...\"] [--stay]";
+const USAGE: &str = "usage: parsecnet console [--exec \"CMD; CMD; ...\"] [--stay]
+
+  --exec, -e LIST  run the console commands of LIST (separated by ';'; `wait MS` lets frames
+                   pass), then leave (the exit status is 1 if any command failed)
+  --stay           after --exec, stay at the prompt
+  --help, -h       this text
+At the prompt: `help` lists the commands, `quit` leaves.";
 /// The frame period when nothing else sets it (100 Hz keeps input responsive).
 const FRAME: Duration = Duration::from_millis(10);
 /// Longest `wait` a script may ask for.
@@ -229,6 +235,10 @@ pub fn run(args: &[String]) -> ExitCode {
                 None => return usage_error("--exec needs a command list"),
             },
             "--stay" => stay = true,
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
             other => return usage_error(&format!("unknown option '{other}'")),
         }
     }
