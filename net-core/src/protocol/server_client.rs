@@ -424,6 +424,15 @@ impl ClientProtocol for ServerClient {
                 "no server set (net.server HOST[:PORT] or connect HOST[:PORT])",
             ));
         };
+        // The server would answer only "you sent an invalid request": say what is wrong.
+        let name = params.name.to_string();
+        if crate::server::text_fields::name(&name).is_none() {
+            return Err(NetError::invalid(format!(
+                "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters (choose another with `name NAME`)",
+                name.escape_debug(),
+                self.kind
+            )));
+        }
         self.params = Some(params);
         self.session = None;
         self.server_peer = None;
@@ -642,11 +651,38 @@ mod tests {
     /// A gameserver client that has asked to connect at `start`.
     fn connecting(start: Instant) -> ServerClient {
         let mut client = ServerClient::new(ProtocolKind::GameServer);
-        let params = ConnectParams {
+        client
+            .connect(start, params_named("maverick"))
+            .expect("connect starts");
+        client
+    }
+
+    #[test]
+    fn a_name_the_server_could_not_read_is_refused_before_connecting() {
+        let mut client = ServerClient::new(ProtocolKind::SlotServer);
+        let err = client
+            .connect(Instant::now(), params_named("Jürgen"))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument);
+        assert!(
+            err.message
+                .starts_with("the name 'Jürgen' cannot be used on a slotserver: "),
+            "{}",
+            err.message
+        );
+        assert!(!client.is_active());
+        assert!(client.poll_stream().is_none(), "nothing was sent");
+        assert!(client
+            .connect(Instant::now(), params_named("Juergen"))
+            .is_ok());
+    }
+
+    fn params_named(name: &str) -> ConnectParams {
+        ConnectParams {
             target: None,
             broadcast: None,
             local_node: Node::default(),
-            name: PlayerName::new(b"maverick").unwrap(),
+            name: PlayerName::new(name.as_bytes()).unwrap(),
             token: 7,
             order: std::sync::Arc::new(|a: &Node, b: &Node| a.bytes.cmp(&b.bytes)),
             session: crate::session::SessionConfig::default(),
@@ -654,9 +690,7 @@ mod tests {
             game_port: 6526,
             resolve: std::sync::Arc::new(|_, _| Some(Node::default())),
             resume: None,
-        };
-        client.connect(start, params).expect("connect starts");
-        client
+        }
     }
 
     /// The client's TCP connection to the server opens at `at`; the stream commands it gave.
