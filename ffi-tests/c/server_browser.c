@@ -1,7 +1,7 @@
 /*
  * server_browser.c: a game's server browser over the C API. With the masterservers given on the
  * command line (HOST:PORT each) it checks NET_FetchServerList's errors (no masterserver set,
- * NULL out with a capacity), sets them with `net.master`, starts a fetch, and keeps running its
+ * NULL out with a capacity), sets them all with one `net.master A,B,C`, starts a fetch, and keeps running its
  * frame loop (NETs_MaintainNet, NET_PollEvent, a 5 ms sleep) until NET_EVENT_SERVER_LIST
  * arrives, then copies the list.
  *
@@ -48,10 +48,16 @@ int main(int argc, char **argv)
                             "net.master");
     expect_true("total untouched on error", total == 12345, NULL);
 
-    for (i = 1; i < argc; i++) {
-        char line[300];
+    {
+        /* One command sets them all: net.master A,B,C (a second net.master would replace). */
+        char line[300] = "net.master ";
 
-        snprintf(line, sizeof line, "net.master %s", argv[i]);
+        for (i = 1; i < argc; i++) {
+            if (i > 1) {
+                strncat(line, ",", sizeof line - strlen(line) - 1);
+            }
+            strncat(line, argv[i], sizeof line - strlen(line) - 1);
+        }
         rc = NET_ConsoleExec(line, out, sizeof out);
         snprintf(detail, sizeof detail, "%s -> %d: %s", line, (int)rc, out);
         expect_true("net.master", rc == NET_OK, detail);

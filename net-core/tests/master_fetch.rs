@@ -66,9 +66,10 @@ fn servers_fetches_merges_and_reports_a_dead_masterserver() {
     let reply = sub.console_exec("servers", Instant::now());
     assert!(reply.result.is_err());
     assert!(reply.output.contains("net.master"), "{}", reply.output);
-    for m in [m1.addrs.tcp, m2.addrs.tcp, dead_addr] {
-        console(&mut sub, &format!("net.master {m}"));
-    }
+    console(
+        &mut sub,
+        &format!("net.master {},{},{dead_addr}", m1.addrs.tcp, m2.addrs.tcp),
+    );
     let out = console(&mut sub, "servers");
     assert!(out.starts_with("fetching the server list"), "{out}");
     assert!(sub.poll_event().is_none(), "nothing inside the call");
@@ -122,4 +123,36 @@ fn a_listing_of_many_servers_arrives_whole() {
             errors: String::new()
         }
     );
+}
+
+#[test]
+fn another_masterserver_is_asked_at_once_and_its_list_replaces_the_old() {
+    let m1 = start_master(master_config());
+    let m2 = start_master(master_config());
+    let _a = register(&m1, "alpha", 7001);
+    let _b = register(&m2, "beta", 7002);
+    let mut sub = Subsystem::new();
+    console(&mut sub, &format!("net.master {}", m1.addrs.tcp));
+    sub.request_server_list(Instant::now()).unwrap();
+    frames_until_list(&mut sub);
+    let names = |sub: &Subsystem| -> Vec<String> {
+        let list = sub.server_list().servers();
+        list.iter().map(|s| s.name.clone()).collect()
+    };
+    assert_eq!(names(&sub), ["alpha"]);
+    // The list is fresh, but it is m1's: after net.master m2 it is not shown as m2's.
+    console(&mut sub, &format!("net.master {}", m2.addrs.tcp));
+    assert!(
+        sub.request_server_list(Instant::now()).unwrap(),
+        "a fetch from the new masterserver starts at once"
+    );
+    let (event, _) = frames_until_list(&mut sub);
+    assert_eq!(
+        event,
+        GameEvent::ServerList {
+            count: 1,
+            errors: String::new()
+        }
+    );
+    assert_eq!(names(&sub), ["beta"]);
 }

@@ -79,8 +79,8 @@ pub static COMMANDS: &[Command] = &[
     ),
     command!(
         "net.master",
-        "net.master HOST[:PORT]|clear",
-        "add a masterserver to ask for servers (up to 3), or clear the list",
+        "net.master HOST[:PORT][,HOST[:PORT]...]|clear",
+        "set the masterserver to ask for servers (replacing the previous; a comma-separated list asks up to 3), or clear it",
         &["clear"],
         set::net_master
     ),

@@ -74,39 +74,56 @@ pub fn net_server(
     Ok(format!("net.server = {server}"))
 }
 
+/// `net.master`: the masterserver to ask for the server list (SPEC: "masterserver to use").
+/// A value replaces the previous one; `HOST[:PORT],HOST[:PORT]` asks up to [`MAX_MASTERS`] at
+/// once (the same one twice is asked once); `clear` empties it. A refused value changes nothing.
 pub fn net_master(
     sub: &mut Subsystem,
     _name: &str,
     args: &str,
     _now: Instant,
 ) -> NetResult<String> {
-    let masters = &mut sub.settings_mut().masters;
-    if args.is_empty() {
-        return Ok(format!(
-            "net.master = {}",
-            if masters.is_empty() {
-                "none".to_string()
-            } else {
-                masters.join(", ")
-            }
-        ));
-    }
     if args == "clear" {
-        masters.clear();
-        return Ok("masterserver list cleared".to_string());
+        sub.settings_mut().masters.clear();
+        return Ok("net.master = none (cleared)".to_string());
     }
-    let master = host_port(args)?;
-    if masters.contains(&master) {
-        return Ok(format!("{master} is already a masterserver"));
+    if !args.is_empty() {
+        sub.settings_mut().masters = master_list(args)?;
     }
-    if masters.len() >= MAX_MASTERS {
+    let masters = &sub.settings().masters;
+    Ok(format!(
+        "net.master = {}",
+        if masters.is_empty() {
+            "none".to_string()
+        } else {
+            masters.join(",")
+        }
+    ))
+}
+
+/// Parse `HOST[:PORT][,HOST[:PORT]...]` (spaces after the commas allowed): at most
+/// [`MAX_MASTERS`] different masterservers, in the order given.
+fn master_list(args: &str) -> NetResult<Vec<String>> {
+    let mut masters: Vec<String> = Vec::new();
+    let mut seen = Vec::new();
+    for part in args.split(',') {
+        let master = host_port(part.trim())?;
+        let key = split_host_port(&master, crate::master::MASTER_PORT)?;
+        if !seen.contains(&key) {
+            seen.push(key);
+            masters.push(master);
+        }
+    }
+    if masters.len() > MAX_MASTERS {
         return Err(NetError::new(
             ErrorCode::Full,
-            format!("at most {MAX_MASTERS} masterservers (net.master clear first)"),
+            format!(
+                "at most {MAX_MASTERS} masterservers, {} given",
+                masters.len()
+            ),
         ));
     }
-    masters.push(master);
-    Ok(format!("net.master = {}", masters.join(", ")))
+    Ok(masters)
 }
 
 pub fn net_sendfreq(

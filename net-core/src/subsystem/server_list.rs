@@ -35,6 +35,8 @@ struct RunningFetch {
 /// The latest server list and the fetch that renews it.
 #[derive(Default)]
 pub struct ServerListClient {
+    /// The masterservers the list (and the running fetch) come from.
+    masters: Vec<String>,
     servers: Vec<ListedServer>,
     errors: Vec<String>,
     fetched_at: Option<Instant>,
@@ -61,10 +63,34 @@ impl ServerListClient {
         self.running.is_some()
     }
 
-    /// Start a fetch from `masters` (`HOST[:PORT]`) unless one is running. Returns whether
-    /// one was started.
+    /// The masterservers the list and the running fetch come from.
+    pub fn masters(&self) -> &[String] {
+        &self.masters
+    }
+
+    /// Whether the list is from `masters` and younger than [`REFRESH_AFTER`] at `now`.
+    pub fn is_fresh(&self, now: Instant, masters: &[String]) -> bool {
+        self.masters == masters
+            && self
+                .fetched_at
+                .is_some_and(|t| now.saturating_duration_since(t) < REFRESH_AFTER)
+    }
+
+    /// Start a fetch from `masters` (`HOST[:PORT]`) unless one from them is running. Other
+    /// masterservers than the list's (`net.master` changed) drop the list and any fetch from
+    /// the old ones: their servers are not shown as the new ones'. Returns whether a fetch was
+    /// started.
     pub fn start(&mut self, now: Instant, masters: &[String]) -> bool {
-        if self.running.is_some() || masters.is_empty() {
+        if masters.is_empty() {
+            return false;
+        }
+        if self.masters != masters {
+            *self = ServerListClient {
+                masters: masters.to_vec(),
+                ..ServerListClient::default()
+            };
+        }
+        if self.running.is_some() {
             return false;
         }
         let targets: Vec<Result<(String, u16), String>> = masters
@@ -169,8 +195,8 @@ impl RunningFetch {
 
 impl Subsystem {
     /// Ask for the server list (`servers`, `NET_FetchServerList`): starts a fetch from the
-    /// `net.master` masterservers unless one is running or the list is younger than
-    /// [`REFRESH_AFTER`]. Returns whether a fetch was started. Never blocks; the fetch completes
+    /// `net.master` masterservers unless one from them is running or their list is younger
+    /// than [`REFRESH_AFTER`]. Returns whether a fetch was started. Never blocks; the fetch completes
     /// over later `maintain` calls and raises `GameEvent::ServerList`.
     pub fn request_server_list(&mut self, now: Instant) -> NetResult<bool> {
         if self.settings.masters.is_empty() {
@@ -178,11 +204,7 @@ impl Subsystem {
                 "no masterserver set (net.master HOST[:PORT])",
             ));
         }
-        let fresh = self
-            .server_list
-            .fetched_at()
-            .is_some_and(|t| now.saturating_duration_since(t) < REFRESH_AFTER);
-        if fresh {
+        if self.server_list.is_fresh(now, &self.settings.masters) {
             return Ok(false);
         }
         let masters = self.settings.masters.clone();
