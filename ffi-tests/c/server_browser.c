@@ -11,6 +11,10 @@
  *   TOTAL n                         the list's length from *total
  *   SERVER name|address|kind|players/max|port|udp|os|url   one per server, in list order
  * plus the check lines of check.h. Exit status 0 only if every check passed.
+ *
+ * With `--console MASTER SERVERNAME` last, it then sets that masterserver and types `servers`
+ * twice through NET_ConsoleExec without a frame in between: both replies must list SERVERNAME
+ * (the console waits for the list; it does not answer "fetching..."). Output: CONSOLE lines.
  */
 
 #define _POSIX_C_SOURCE 200809L
@@ -37,8 +41,17 @@ int main(int argc, char **argv)
     long long deadline;
     int got_event = 0;
 
+    const char *console_master = NULL;
+    const char *console_server = NULL;
+
+    if (argc >= 4 && strcmp(argv[argc - 3], "--console") == 0) {
+        console_master = argv[argc - 2];
+        console_server = argv[argc - 1];
+        argc -= 3;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: server_browser MASTER [MASTER...]\n");
+        fprintf(stderr,
+                "usage: server_browser MASTER [MASTER...] [--console MASTER SERVERNAME]\n");
         return 2;
     }
     expect_code("NET_Init", NET_Init(), NET_OK);
@@ -118,6 +131,24 @@ int main(int argc, char **argv)
                         event.type != NET_EVENT_SERVER_LIST, NULL);
         }
         check_sleep_ms(5);
+    }
+
+    if (console_master != NULL) {
+        char line[300];
+        char reply[4096];
+        int round;
+
+        snprintf(line, sizeof line, "net.master %s", console_master);
+        rc = NET_ConsoleExec(line, out, sizeof out);
+        expect_true("net.master for the console", rc == NET_OK, out);
+        for (round = 1; round <= 2; round++) {
+            rc = NET_ConsoleExec("servers", reply, sizeof reply);
+            printf("CONSOLE %d rc=%d\n%s\nCONSOLE END\n", round, (int)rc, reply);
+            snprintf(detail, sizeof detail, "servers (call %d) -> %d: %.600s", round, (int)rc,
+                     reply);
+            expect_true("servers replies with the list", rc == NET_OK &&
+                        strstr(reply, console_server) != NULL, detail);
+        }
     }
 
     NET_Shutdown();

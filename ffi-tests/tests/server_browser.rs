@@ -3,8 +3,9 @@
 //! documented `list servers` extension; one answers only after 400 ms) and one address where
 //! nothing listens: the program must run many frames before `NET_EVENT_SERVER_LIST` arrives,
 //! get the merged list (a server both masterservers list appears once) with every field, and
-//! the unreachable masterserver named in the event's text. Run as built and under
-//! AddressSanitizer.
+//! the unreachable masterserver named in the event's text. Then the console's `servers`, typed
+//! twice through `NET_ConsoleExec` against a third stand-in, must reply with its list both
+//! times. Run as built and under AddressSanitizer.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -102,12 +103,25 @@ fn check_browser(program: &std::path::Path, asan: bool) {
         ],
         Duration::ZERO,
     );
+    let (console_master, console_thread) = fake_master(
+        vec![line(
+            "Console Pick",
+            "192.0.2.12",
+            6582,
+            "slotserver",
+            0,
+            1,
+            8,
+        )],
+        Duration::from_millis(50),
+    );
     let dead = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
     let mut command = Command::new(program);
     command.args([slow.to_string(), fast.to_string(), dead.to_string()]);
+    command.args(["--console", &console_master.to_string(), "Console Pick"]);
     let out = if asan {
         run_asan(command, TIMEOUT)
     } else {
@@ -118,6 +132,7 @@ fn check_browser(program: &std::path::Path, asan: bool) {
     assert!(summary.ends_with(" 0 failed"), "{}", out.transcript());
     assert_eq!(slow_thread.join().unwrap(), Ok(()));
     assert_eq!(fast_thread.join().unwrap(), Ok(()));
+    assert_eq!(console_thread.join().unwrap(), Ok(()));
 
     let frames: u64 = value(&out, "FRAMES_BEFORE_EVENT ").parse().unwrap();
     assert!(

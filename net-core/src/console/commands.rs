@@ -1,10 +1,11 @@
 //! The command table: every console command's name, usage, one-line summary, argument choices
 //! (for completion) and handler. The order here is the order `help` lists them in. The handlers
-//! live in `info.rs` (help, status, players), `settings.rs` (net.*) and `game_calls.rs`.
+//! live in `info.rs` (help, status, players), `settings.rs` (net.*), `servers.rs` and
+//! `game_calls.rs`.
 
 use std::time::Instant;
 
-use super::{game_calls as game, info, settings as set};
+use super::{game_calls as game, info, servers, settings as set};
 use crate::error::{NetError, NetResult};
 use crate::subsystem::Subsystem;
 
@@ -192,9 +193,9 @@ pub static COMMANDS: &[Command] = &[
     command!(
         "servers",
         "servers",
-        "list the servers the masterservers know",
+        "list the servers the net.master masterservers know (waits up to 2 s for them)",
         &[],
-        game::servers
+        servers::servers
     ),
     command!(
         "record",

@@ -1,5 +1,5 @@
 //! Console commands that act in the game: `connect`, `disconnect`, `join`, `unjoin`, `name`,
-//! `say`, `servers`, and the demo commands `record`, `play`, `stop`.
+//! `say`, and the demo commands `record`, `play`, `stop` (`servers` is in `servers.rs`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -59,34 +59,6 @@ pub fn say(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetRe
     // Echoed as the others will show it, so the player sees what was said.
     sub.say(args)
         .map(|()| format!("<{}> {args}", sub.game().name()))
-}
-
-pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
-    no_args(args)?;
-    let started = sub.request_server_list(now)?;
-    let list = sub.server_list();
-    let Some(fetched) = list.fetched_at() else {
-        return Ok(format!(
-            "fetching the server list from {} (printed when it arrives)...",
-            sub.settings().masters.join(", ")
-        ));
-    };
-    let mut out = format!(
-        "{} server{} (fetched {:.0} s ago{})\n{}",
-        list.servers().len(),
-        if list.servers().len() == 1 { "" } else { "s" },
-        now.saturating_duration_since(fetched).as_secs_f32(),
-        if started || list.is_fetching() {
-            "; fetching again..."
-        } else {
-            ""
-        },
-        crate::master::format_table(list.servers())
-    );
-    for error in list.errors() {
-        out.push_str(&format!("\n! {error}"));
-    }
-    Ok(out)
 }
 
 fn demo_path(args: &str) -> NetResult<&Path> {

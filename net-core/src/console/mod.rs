@@ -6,6 +6,7 @@
 mod commands;
 mod game_calls;
 mod info;
+mod servers;
 mod settings;
 mod suggestion;
 
@@ -15,6 +16,7 @@ use crate::error::{ErrorCode, NetError, NetResult};
 use crate::subsystem::Subsystem;
 
 pub use commands::{Command, COMMANDS};
+pub use servers::SERVERS_WAIT;
 
 /// Longest console line accepted, in bytes.
 pub const MAX_LINE_LEN: usize = 1024;

@@ -149,6 +149,16 @@ impl ListFetch {
         self.commands.pop_front()
     }
 
+    /// The masterservers that have neither answered nor failed yet.
+    pub fn unfinished(&self) -> Vec<String> {
+        self.queries
+            .iter()
+            .zip(&self.masters)
+            .filter(|(q, _)| matches!(q, Query::Connecting | Query::Listing { .. }))
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
     /// Whether every masterserver has answered or failed.
     pub fn is_done(&self) -> bool {
         self.queries

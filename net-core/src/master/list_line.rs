@@ -113,29 +113,50 @@ fn parse_port(text: &str) -> Option<u16> {
     parse_digits(text)
 }
 
-/// A plain-text table of servers for a console, one line each, with a header.
+/// A plain-text table of servers for a console: a header, then one line per server with its
+/// name, `P/M` players, kind (a gameserver's UDP port too), address, OS and URL. Each column is
+/// as wide as its widest entry, so the columns line up whatever the addresses are.
 pub fn format_table(servers: &[ListedServer]) -> String {
     if servers.is_empty() {
         return "no servers listed".to_string();
     }
-    let mut out = format!(
-        "{:<31}  {:>7}  {:<10}  {:<21}  {:<12}  url\n",
-        "name", "players", "kind", "address", "os"
-    );
-    for s in servers {
-        let kind = match s.kind {
-            ServerKind::GameServer if s.udp_port != 0 => format!("{} udp {}", s.kind, s.udp_port),
-            _ => s.kind.to_string(),
-        };
+    let rows: Vec<[String; 6]> = servers
+        .iter()
+        .map(|s| {
+            let kind = match s.kind {
+                ServerKind::GameServer if s.udp_port != 0 => {
+                    format!("{} udp {}", s.kind, s.udp_port)
+                }
+                _ => s.kind.to_string(),
+            };
+            [
+                s.name.clone(),
+                format!("{}/{}", s.players, s.max_players),
+                kind,
+                s.address(),
+                s.os.clone(),
+                s.url.clone(),
+            ]
+        })
+        .collect();
+    let header = ["name", "players", "kind", "address", "os", "url"].map(String::from);
+    let mut widths = [0usize; 6];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let [name, players, kind, address, os, url] = row;
         let _ = writeln!(
             out,
-            "{:<31}  {:>7}  {:<10}  {:<21}  {:<12}  {}",
-            s.name,
-            format!("{}/{}", s.players, s.max_players),
-            kind,
-            s.address(),
-            s.os,
-            s.url
+            "{name:<w0$}  {players:>w1$}  {kind:<w2$}  {address:<w3$}  {os:<w4$}  {url}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
         );
     }
     out.pop();
@@ -206,5 +227,23 @@ mod tests {
         assert!(table.contains("3/16"), "{table}");
         assert!(table.contains("192.0.2.7:6581"), "{table}");
         assert_eq!(format_table(&[]), "no servers listed");
+    }
+
+    #[test]
+    fn table_columns_line_up() {
+        let v6 = ListedServer {
+            name: "x".into(),
+            ip: "2001:db8::1".parse().unwrap(),
+            kind: ServerKind::SlotServer,
+            players: 10,
+            ..sample()
+        };
+        let table = format_table(&[sample(), v6]);
+        assert_eq!(
+            table,
+            "name            players  kind                 address             os                 url\n\
+             Gamma Quadrant     3/16  gameserver udp 6522  192.0.2.7:6581      i586-pc-linux gnu  http://gammaquadrant.parsec.org/\n\
+             x                 10/16  slotserver           [2001:db8::1]:6581  i586-pc-linux gnu  http://gammaquadrant.parsec.org/"
+        );
     }
 }

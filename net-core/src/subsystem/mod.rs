@@ -1,7 +1,9 @@
 //! The `Subsystem`: one complete networking instance (configuration, packet layer, bound
 //! protocol). The C API drives one global instance; tests, the demo and servers may hold many.
 //!
-//! It owns no clock and no threads: callers pass `now` where time matters. Methods are grouped as
+//! It owns no clock and no threads: callers pass `now` where time matters (the one wait, the
+//! console's `servers` waiting up to 2 s for the masterservers, measures its bound on the real
+//! clock; see `server_list`). Methods are grouped as
 //! the C API groups them: packet API (`*_node`, `send_datagram`, `receive_datagram`), protocol
 //! calls (`connect`, ..., `maintain`), and the console (`console_exec`).
 

@@ -5,7 +5,10 @@
 //! ([`LineStream`], [`PendingResolve`]).
 //!
 //! It must never block the frame loop: no blocking connect, read or name lookup, and every
-//! fetch ends within [`FETCH_TIMEOUT`].
+//! fetch ends within [`FETCH_TIMEOUT`]. The one wait is
+//! [`wait_for_server_list`](Subsystem::wait_for_server_list), for the console's `servers`: it
+//! drives the same fetch for a bounded time (measured on the real clock) so the reply can hold
+//! the list.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +26,20 @@ use crate::session::GameEvent;
 pub const REFRESH_AFTER: Duration = Duration::from_secs(5);
 /// A fetch ends after this long at most (masterservers not done by then count as failed).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between two rounds of I/O while [`Subsystem::wait_for_server_list`] waits.
+const WAIT_STEP: Duration = Duration::from_millis(1);
+
+/// How [`Subsystem::wait_for_server_list`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListWait {
+    /// The list from these masterservers was fresh: nothing was fetched.
+    Fresh,
+    /// A fetch completed within the bound (its `ServerList` event is queued as well).
+    Fetched,
+    /// The bound passed first: the fetch goes on over later `maintain` calls and raises the
+    /// event when it completes.
+    StillFetching,
+}
 
 /// The fetch in progress: the machine and one connection (or lookup) per masterserver.
 struct RunningFetch {
@@ -41,6 +58,8 @@ pub struct ServerListClient {
     errors: Vec<String>,
     fetched_at: Option<Instant>,
     running: Option<RunningFetch>,
+    /// The latest fetch completed inside `wait_for_server_list`, whose caller showed the list.
+    shown_in_reply: bool,
 }
 
 impl ServerListClient {
@@ -61,6 +80,19 @@ impl ServerListClient {
 
     pub fn is_fetching(&self) -> bool {
         self.running.is_some()
+    }
+
+    /// The masterservers the running fetch still waits for.
+    pub fn waiting_for(&self) -> Vec<String> {
+        self.running
+            .as_ref()
+            .map_or_else(Vec::new, |run| run.machine.unfinished())
+    }
+
+    /// Whether the latest list came in while `servers` waited, so its reply already showed
+    /// it (the console then need not print the event's list again).
+    pub fn shown_in_reply(&self) -> bool {
+        self.shown_in_reply
     }
 
     /// The masterservers the list and the running fetch come from.
@@ -125,6 +157,7 @@ impl ServerListClient {
         self.servers = result.servers;
         self.errors = result.errors;
         self.fetched_at = Some(now);
+        self.shown_in_reply = false;
         if result.bad_lines > 0 {
             log::debug!("server list: {} lines skipped", result.bad_lines);
         }
@@ -209,5 +242,30 @@ impl Subsystem {
         }
         let masters = self.settings.masters.clone();
         Ok(self.server_list.start(now, &masters))
+    }
+
+    /// `servers`: the list now if it can be had within `bound`. Starts a fetch as
+    /// [`request_server_list`](Self::request_server_list) does (or takes over the one
+    /// running), then drives it here, sleeping [`WAIT_STEP`] between rounds, until it completes
+    /// or `bound` has passed on the real clock (times given to the fetch are `now` plus the
+    /// time waited). A completed fetch raises its `ServerList` event as usual.
+    pub fn wait_for_server_list(&mut self, now: Instant, bound: Duration) -> NetResult<ListWait> {
+        self.request_server_list(now)?;
+        if !self.server_list.is_fetching() {
+            return Ok(ListWait::Fresh);
+        }
+        let waiting = Instant::now();
+        loop {
+            let at = now + waiting.elapsed();
+            if let Some(event) = self.server_list.maintain(at) {
+                self.server_list.shown_in_reply = true;
+                self.game.deliver(at, event);
+                return Ok(ListWait::Fetched);
+            }
+            if waiting.elapsed() >= bound {
+                return Ok(ListWait::StillFetching);
+            }
+            std::thread::sleep(WAIT_STEP);
+        }
     }
 }

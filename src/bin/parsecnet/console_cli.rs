@@ -6,7 +6,8 @@
 //!   commands and their first argument; events are printed above the prompt without garbling
 //!   the line being typed.
 //! - `--exec "CMD; CMD"`: run a script (then exit, or stay interactive with `--stay`). Scripts
-//!   may use `wait MS` to let the game run between commands.
+//!   may use `wait MS` to let the game run between commands. Before exiting, a server list
+//!   that `servers` left fetching (a masterserver slower than its 2 s) is waited for.
 //! - Otherwise lines are read from standard input.
 //!
 //! Console-only commands: `wait MS`, `quit`.
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
+use net_core::subsystem::server_list::FETCH_TIMEOUT;
 use net_core::Subsystem;
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
@@ -121,6 +123,16 @@ impl Console {
         // Let what the command started show up right away.
         self.frame(Instant::now());
         Flow::Continue
+    }
+
+    /// Run frames while a server-list fetch that `servers` left running is still going, so
+    /// a script that ends with `servers` prints the list of a slow masterserver too (the fetch
+    /// gives up by itself within its timeout).
+    fn finish_server_list(&mut self) {
+        let until = Instant::now() + FETCH_TIMEOUT + Duration::from_secs(1);
+        while self.sub.server_list().is_fetching() && Instant::now() < until {
+            self.run_frames_until(Instant::now() + FRAME);
+        }
     }
 
     /// Execute lines from `lines` while running frames, until they end or `quit`.
@@ -254,6 +266,7 @@ pub fn run(args: &[String]) -> ExitCode {
             }
         }
         if !stay {
+            console.finish_server_list();
             return exit_code(&console);
         }
     }

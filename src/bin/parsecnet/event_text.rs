@@ -30,6 +30,8 @@ pub fn describe(sub: &Subsystem, event: &GameEvent) -> String {
         GameEvent::PlayerName { slot, name } => format!("* player {slot} is called {name}"),
         GameEvent::Error { text } => format!("! {text}"),
         GameEvent::ServerMessage { text } => format!("[server] {text}"),
+        // `servers` already showed the list it waited for (an empty line is not printed).
+        GameEvent::ServerList { .. } if sub.server_list().shown_in_reply() => String::new(),
         GameEvent::ServerList { count, errors } => {
             let mut text = format!(
                 "* server list: {count} server{}\n{}",
