@@ -188,7 +188,8 @@ fn unlisted_connections_and_unfinished_lines_time_out() {
 }
 
 #[test]
-fn connection_limits_refuse_without_a_reply() {
+fn connection_limits_refuse_with_masterserver_full() {
+    use net_core::server::TextServerCore;
     let mut b = Bench::new(config());
     for conn in 0..4 {
         b.connect(conn, "10.0.0.1").unwrap();
@@ -201,6 +202,39 @@ fn connection_limits_refuse_without_a_reply() {
     b.core.closed(b.now, 0);
     b.connect(9, "10.0.0.1").unwrap();
     assert!(b.actions.is_empty());
+    // The runtime sends a refused connection this line before it closes it: the design's
+    // refusal for "no room here", which registering servers already handle by trying later.
+    assert_eq!(b.core.refusal_line(), Some("masterserver full"));
+}
+
+#[test]
+fn the_default_list_limit_is_reached_from_one_address() {
+    // SPEC section 6: `masterserver full` (default limit 256). All from one address (a test
+    // host, a hosting provider's NAT): the list limit refuses first, not the address limit.
+    let mut b = Bench::new(MasterConfig::default());
+    assert_eq!(b.core.config().max_servers, 256);
+    for conn in 0..257u64 {
+        b.connect(conn, "127.0.0.1")
+            .unwrap_or_else(|e| panic!("connection {conn} refused: {e}"));
+        b.send(conn, &join(&format!("s{conn}")));
+        let want = if conn < 256 {
+            "join accepted"
+        } else {
+            "masterserver full"
+        };
+        assert_eq!(b.lines(conn), [want], "connection {conn}");
+    }
+    // Room is left for list readers from that address too.
+    for conn in 257..300u64 {
+        b.connect(conn, "127.0.0.1")
+            .unwrap_or_else(|e| panic!("list reader {conn} refused: {e}"));
+    }
+    b.send(299, "list servers");
+    assert_eq!(b.lines(299).len(), 257, "256 servers and the end line");
+    // The per-address limit still guards: one address never holds every connection.
+    let config = b.core.config().clone();
+    assert!(config.max_per_address < config.max_connections);
+    assert!(config.max_connections - config.max_per_address >= 64);
 }
 
 #[test]

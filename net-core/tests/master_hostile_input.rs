@@ -134,8 +134,9 @@ fn a_connection_flood_is_refused_without_disturbing_listed_servers() {
             flood.push(s);
         }
     }
-    // Those over the per-address limit are closed at once, without a line.
+    // Those over the per-address limit are told `masterserver full` and closed at once.
     let mut last = LineClient::from_stream(flood.pop().unwrap());
+    last.expect("masterserver full");
     last.expect_closed(Duration::from_secs(3));
     // The listed server is still answered, and a client from elsewhere still sees it.
     good.send("players: 1 max: 16");

@@ -6,6 +6,8 @@
 #[path = "master_support.rs"]
 mod master_support;
 
+use std::io::Read;
+use std::net::TcpStream;
 use std::time::Duration;
 
 use master_support::support::*;
@@ -264,4 +266,56 @@ fn html_and_json_are_served_and_written_to_files() {
         "emptied at shutdown"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn with_default_limits_256_servers_from_one_address_are_listed_then_masterserver_full() {
+    let master = start_master(net_core::master::MasterConfig::default());
+    let mut clients = Vec::new();
+    for i in 0..257 {
+        let mut c = master.client();
+        c.send(&join_line(&format!("S{i}"), 4));
+        let reply = c.line();
+        let want = if i < 256 {
+            "join accepted"
+        } else {
+            "masterserver full"
+        };
+        assert_eq!(reply, want, "join {i} from 127.0.0.1");
+        clients.push(c);
+    }
+    assert_eq!(list_over_tcp(master.addrs.tcp).len(), 256);
+    drop(clients);
+    let summary = master.stop();
+    assert_eq!(summary.counter("joins"), 256);
+    assert_eq!(summary.counter("joins_refused_full"), 1);
+    assert_eq!(summary.counter("refused_at_accept"), 0);
+}
+
+#[test]
+fn a_connection_over_the_address_limit_is_told_masterserver_full_and_closed() {
+    let master = start_master(net_core::master::MasterConfig {
+        max_per_address: 2,
+        ..master_config()
+    });
+    let mut kept: Vec<LineClient> = (0..2).map(|_| master.client()).collect();
+    kept[0].send(&join_line("first", 4));
+    kept[0].expect("join accepted");
+    // The third from 127.0.0.1 gets the design's refusal, then the close; whatever it sent is
+    // not processed.
+    let mut refused = TcpStream::connect(master.addrs.tcp).unwrap();
+    refused
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = std::io::Write::write_all(
+        &mut refused,
+        format!("{}\n", join_line("third", 4)).as_bytes(),
+    );
+    let mut got = Vec::new();
+    let _ = refused.read_to_end(&mut got);
+    assert_eq!(String::from_utf8_lossy(&got), "masterserver full\n");
+    let lines = list_on(&mut kept[1]);
+    assert_eq!(lines.len(), 1, "only the first is listed: {lines:?}");
+    let summary = master.stop();
+    assert_eq!(summary.counter("refused_at_accept"), 1);
 }

@@ -407,6 +407,28 @@ fn connection_limits_per_address_and_in_total() {
 }
 
 #[test]
+fn every_slot_fills_from_one_address_with_the_default_limits() {
+    // With the default connection limits, 16 players from one address (behind one NAT
+    // address) all get a slot, and a 17th hears `server full`, not a silent close.
+    let defaults = SlotServerConfig::default();
+    let mut b = Bench::new(SlotServerConfig {
+        max_per_address: defaults.max_per_address,
+        max_connections: defaults.max_connections,
+        ..config()
+    });
+    for slot in 0..16u8 {
+        let conn = ConnId::from(slot) + 1;
+        let lines = b.join(conn, "127.0.0.1", &format!("p{slot}"));
+        assert_eq!(
+            lines[..5],
+            accepted(&format!("p{slot}"), slot)[..],
+            "{lines:?}"
+        );
+    }
+    assert_eq!(b.join(17, "127.0.0.1", "p16"), vec!["server full"]);
+}
+
+#[test]
 fn banned_address_gets_the_banned_reply_to_its_first_line_and_is_closed() {
     let (bans, _) = BanList::parse("10.9.0.0/16\n");
     let mut b = Bench::with_bans(config(), bans);

@@ -38,6 +38,14 @@ use super::protocol::{self as proto, MasterRequest, RequestError};
 
 /// The shortest time between two timer sweeps over all connections.
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(20);
+/// The design's list limit, the default of [`MasterConfig::max_servers`].
+pub const DEFAULT_MAX_SERVERS: usize = 256;
+/// Connections one address may hold beyond the list limit by default: so many servers from one
+/// address (a test host, a hosting provider's NAT) can fill the list and still read it.
+pub const EXTRA_PER_ADDRESS: usize = 64;
+/// Connections beyond the list limit by default (list readers, refused joins, servers
+/// reconnecting). It exceeds [`EXTRA_PER_ADDRESS`], so one address never holds them all.
+pub const EXTRA_CONNECTIONS: usize = 256;
 
 /// What the admin configures.
 #[derive(Clone, Debug)]
@@ -51,7 +59,8 @@ pub struct MasterConfig {
     /// A connection that is not listed must send a line within this long of its last one, and
     /// every line must be finished within this long of its first byte (zero: never).
     pub handshake_timeout: Duration,
-    /// At most this many connections from one IP address at once.
+    /// At most this many connections from one IP address at once (a guard against one host
+    /// taking every connection; by default above the list limit, see [`EXTRA_PER_ADDRESS`]).
     pub max_per_address: usize,
     /// At most this many connections at once.
     pub max_connections: usize,
@@ -61,11 +70,11 @@ impl Default for MasterConfig {
     fn default() -> Self {
         MasterConfig {
             title: "Parsec masterserver".to_string(),
-            max_servers: 256,
+            max_servers: DEFAULT_MAX_SERVERS,
             idle_timeout: Duration::from_secs(120),
             handshake_timeout: Duration::from_secs(30),
-            max_per_address: 64,
-            max_connections: 512,
+            max_per_address: DEFAULT_MAX_SERVERS + EXTRA_PER_ADDRESS,
+            max_connections: DEFAULT_MAX_SERVERS + EXTRA_CONNECTIONS,
         }
     }
 }
@@ -504,6 +513,11 @@ impl TextServerCore for MasterCore {
     }
     fn shutdown(&mut self, reason: &str) {
         MasterCore::shutdown(self, reason)
+    }
+    /// A connection over a connection limit hears the design's "no room" reply: a registering
+    /// server handles it as a refusal and tries again later, a list client can say why.
+    fn refusal_line(&self) -> Option<&'static str> {
+        Some(proto::MASTERSERVER_FULL)
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         MasterCore::counters(self)

@@ -11,15 +11,16 @@
 //!   then [`result`](ListFetch::result), the merged list (deduplicated by address and port, the
 //!   first masterserver's entry winning) and one error text per masterserver that failed.
 //!
-//! A masterserver fails when it cannot be reached, closes before `end of list`, sends more than
-//! [`MAX_LISTED`] servers, or does not finish within the timeout; lines that do not parse are
+//! A masterserver fails when it cannot be reached, refuses (`masterserver full`, or `illegal
+//! request not processed` from one without the extension), closes before `end of list`, sends
+//! more than [`MAX_LISTED`] servers, or does not finish within the timeout; lines that do not parse are
 //! skipped and counted. It never touches a socket and never reads a clock.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::list_line::ListedServer;
-use super::protocol::{END_OF_LIST, LIST_REQUEST};
+use super::protocol::{END_OF_LIST, ILLEGAL_REQUEST, LIST_REQUEST, MASTERSERVER_FULL};
 
 /// Most servers taken from one masterserver.
 pub const MAX_LISTED: usize = 65_536;
@@ -98,6 +99,12 @@ impl ListFetch {
         let Some(Query::Listing { servers }) = self.queries.get_mut(master) else {
             return;
         };
+        if line == MASTERSERVER_FULL || line == ILLEGAL_REQUEST {
+            // The design's refusals: no room for this connection, or no `list servers` here
+            // (a design masterserver); no list is coming.
+            self.fail(master, format!("refused: {line}"));
+            return;
+        }
         if line == END_OF_LIST {
             let servers = std::mem::take(servers);
             self.queries[master] = Query::Done { servers };
@@ -258,6 +265,32 @@ mod tests {
         assert_eq!(names, ["a", "b"]);
         assert_eq!(r.errors, vec!["m2:6502: connection refused".to_string()]);
         assert_eq!(r.bad_lines, 1);
+    }
+
+    #[test]
+    fn a_master_that_refuses_with_masterserver_full_fails_saying_so() {
+        let now = Instant::now();
+        let mut f = ListFetch::start(now, vec!["m:1".into()], Duration::from_secs(5));
+        f.handle_connected(0);
+        commands(&mut f);
+        f.handle_line(0, "masterserver full");
+        assert!(f.is_done());
+        assert_eq!(commands(&mut f), vec![FetchCommand::Close { master: 0 }]);
+        let r = f.result();
+        assert_eq!(
+            r.errors,
+            vec!["m:1: refused: masterserver full".to_string()]
+        );
+        assert_eq!(r.bad_lines, 0);
+        // A design masterserver does not know `list servers`.
+        let mut f = ListFetch::start(now, vec!["old:1".into()], Duration::from_secs(5));
+        f.handle_connected(0);
+        f.handle_line(0, "illegal request not processed");
+        assert!(f.is_done());
+        assert_eq!(
+            f.result().errors,
+            vec!["old:1: refused: illegal request not processed".to_string()]
+        );
     }
 
     #[test]

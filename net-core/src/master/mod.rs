@@ -22,7 +22,10 @@ pub mod protocol;
 pub mod registration;
 pub mod resolve;
 
-pub use self::core::{ListedEntry, MasterConfig, MasterCore};
+pub use self::core::{
+    ListedEntry, MasterConfig, MasterCore, DEFAULT_MAX_SERVERS, EXTRA_CONNECTIONS,
+    EXTRA_PER_ADDRESS,
+};
 pub use fetch::{FetchCommand, FetchResult, ListFetch};
 pub use list_line::{format_table, ListedServer};
 pub use protocol::ServerKind;

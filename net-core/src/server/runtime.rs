@@ -152,6 +152,8 @@ const UDP_BUDGET: usize = 256;
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 /// Bytes of a closing connection's input read and discarded at most.
 const DRAIN_LIMIT: usize = 256 * 1024;
+/// Bytes of a refused connection's input read (and dropped) before its refusal line.
+const REFUSED_READ: usize = 1024;
 /// Open HTTP connections at most.
 const MAX_HTTP_CONNECTIONS: usize = 64;
 /// Longest sleep without checking `stop`.
@@ -164,6 +166,18 @@ const STATUS_REFRESH: Duration = Duration::from_secs(5);
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 /// Largest datagram received or sent.
 const MAX_DATAGRAM: usize = 65_536;
+
+/// Tell a connection refused at accept why, without waiting and without keeping it: what it
+/// already sent is read and dropped (so closing sends a FIN, not a reset), the line is written
+/// (a new socket's send buffer takes it whole; if not, it is skipped), and the sending side is
+/// shut down. Bounded: one read of at most [`REFUSED_READ`] bytes, one write.
+fn say_and_close(stream: &mut TcpStream, line: &str) {
+    use std::io::Write;
+    let mut sink = [0u8; REFUSED_READ];
+    let _ = stream.read(&mut sink);
+    let _ = stream.write(format!("{line}\n").as_bytes());
+    let _ = stream.shutdown(Shutdown::Write);
+}
 
 /// Run a slot- or gameserver until `stop` is true; `ready` is called with the bound addresses
 /// before the first connection is served.
@@ -539,6 +553,9 @@ impl<C: TextServerCore> Driver<C> {
             if let Err(reason) = self.core.accept(now, id, peer) {
                 self.counters.refused_at_accept += 1;
                 log::debug!("refused {peer}: {reason}");
+                if let Some(line) = self.core.refusal_line() {
+                    say_and_close(&mut stream, line);
+                }
                 continue; // dropping the stream closes it
             }
             let _ = stream.set_nodelay(true);

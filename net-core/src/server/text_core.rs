@@ -22,7 +22,8 @@ use super::slots::{ConnId, RosterChange, ServerAction, SlotServerCore};
 pub trait TextServerCore {
     /// The name shown in logs ("Gamma Quadrant", "masterserver").
     fn display_name(&self) -> String;
-    /// A new TCP connection; `Err(reason)`: refused (the runtime closes it without a reply).
+    /// A new TCP connection; `Err(reason)`: refused (the runtime sends it
+    /// [`refusal_line`](Self::refusal_line), if any, and closes it).
     fn accept(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) -> Result<(), String>;
     /// Bytes received on a connection.
     fn receive(&mut self, now: Instant, conn: ConnId, bytes: &[u8]);
@@ -41,6 +42,11 @@ pub trait TextServerCore {
     /// `status` extra status lines (a UDP service's figures).
     fn render_pages(&self, kind: &str, status: &[String], generated: SystemTime) -> Pages;
 
+    /// The line a connection refused by [`accept`](Self::accept) (a connection limit) gets
+    /// before it is closed; `None`: closed without a reply.
+    fn refusal_line(&self) -> Option<&'static str> {
+        None
+    }
     /// Replace the ban list (loaded from the runtime's ban file). Cores without bans refuse.
     fn set_bans(&mut self, _bans: BanList) -> Result<(), String> {
         Err("this server has no ban list".to_string())

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use net_core::master::{MasterConfig, MasterCore, MASTER_HTTP_PORT, MASTER_PORT};
+use net_core::master::{
+    MasterConfig, MasterCore, EXTRA_CONNECTIONS, EXTRA_PER_ADDRESS, MASTER_HTTP_PORT, MASTER_PORT,
+};
 use net_core::server::fd_limit::raise_open_file_limit;
 use net_core::server::{run_core, stop_on_signals, BoundAddrs, RuntimeConfig};
 
@@ -19,10 +21,6 @@ use crate::server_run::{http_url, print_stopped};
 
 /// File descriptors kept free beyond the connection limit (listeners, HTTP, files, logs).
 const SPARE_FDS: u64 = 128;
-
-/// Connections allowed beyond `--max-servers` when `--max-connections` is not given (list
-/// clients, refused joins, servers reconnecting).
-const EXTRA_CONNECTIONS: usize = 256;
 
 /// What the command line asks for.
 #[derive(Clone, Debug)]
@@ -33,6 +31,7 @@ struct MasterOptions {
     html_file: Option<PathBuf>,
     json_file: Option<PathBuf>,
     config: MasterConfig,
+    max_per_address_given: bool,
     max_connections_given: bool,
     limits: net_core::server::RateLimits,
 }
@@ -54,7 +53,8 @@ options:
                            (default 120; 0: never)
   --handshake-timeout S    close a connection not listed that sends no line for S seconds, and
                            any line not finished within S seconds (default 30; 0: never)
-  --max-per-address N      connections from one IP address at most (default 64)
+  --max-per-address N      connections from one IP address at most (default: --max-servers
+                           + {EXTRA_PER_ADDRESS}); one over a limit is told \"masterserver full\" and closed
   --max-connections N      connections at most (default: --max-servers + {EXTRA_CONNECTIONS})
   --tcp-rate N             bytes per second one connection may send; a connection sending
                            more is dropped (default {tcp_rate}; 0: no limit)
@@ -71,6 +71,7 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
         html_file: None,
         json_file: None,
         config: MasterConfig::default(),
+        max_per_address_given: false,
         max_connections_given: false,
         limits: net_core::server::RateLimits::default(),
     };
@@ -90,7 +91,10 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
             "--handshake-timeout" => {
                 o.config.handshake_timeout = seconds(flag, cursor.value(flag)?)?
             }
-            "--max-per-address" => o.config.max_per_address = positive(flag, cursor.value(flag)?)?,
+            "--max-per-address" => {
+                o.config.max_per_address = positive(flag, cursor.value(flag)?)?;
+                o.max_per_address_given = true;
+            }
             "--max-connections" => {
                 o.config.max_connections = positive(flag, cursor.value(flag)?)?;
                 o.max_connections_given = true;
@@ -100,6 +104,10 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
             }
             other => return Err(format!("unknown option '{other}'")),
         }
+    }
+    // By default the list limit refuses first, from one address too (docs/server-admin.md).
+    if !o.max_per_address_given {
+        o.config.max_per_address = o.config.max_servers + EXTRA_PER_ADDRESS;
     }
     if !o.max_connections_given {
         o.config.max_connections = o.config.max_servers + EXTRA_CONNECTIONS;
@@ -203,6 +211,28 @@ mod tests {
         assert_eq!(o.config.max_servers, 256);
         assert_eq!(o.config.max_connections, 256 + EXTRA_CONNECTIONS);
         assert_eq!(o.config.idle_timeout, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn the_list_limit_refuses_before_the_address_limit_by_default() {
+        // SPEC section 6: `masterserver full` at 256, from one address too (a test host, many
+        // servers behind one NAT address), with room for that address's list readers.
+        for args in [&[][..], &["--max-servers", "1000"][..]] {
+            let o = parse_ok(args);
+            let c = &o.config;
+            assert!(
+                c.max_per_address >= c.max_servers + 64,
+                "{args:?}: {} per address for {} servers",
+                c.max_per_address,
+                c.max_servers
+            );
+            assert!(
+                c.max_connections >= c.max_per_address + 128,
+                "{args:?}: one address must not hold every connection"
+            );
+        }
+        let o = parse_ok(&["--max-per-address", "8"]);
+        assert_eq!(o.config.max_per_address, 8, "admins can lower it");
     }
 
     #[test]

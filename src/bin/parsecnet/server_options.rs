@@ -377,6 +377,20 @@ mod tests {
     }
 
     #[test]
+    fn defaults_let_one_address_fill_every_slot() {
+        // All of the most slots a server can have (16) from one address (a LAN party behind
+        // one NAT address, a test host), and one more connection so a 17th player hears
+        // `server full` rather than a silent close.
+        let o = parse(&[]).unwrap();
+        assert!(
+            o.max_per_address > net_core::rmev::MAX_SLOTS,
+            "{}",
+            o.max_per_address
+        );
+        assert!(o.max_connections > o.max_per_address);
+    }
+
+    #[test]
     fn defaults_and_values() {
         let o = parse(&[]).unwrap();
         assert_eq!((o.port, o.http_port, o.max_players), (6582, Some(8582), 16));
