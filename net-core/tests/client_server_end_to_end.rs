@@ -480,3 +480,92 @@ fn changing_the_local_port_in_a_gameserver_game_keeps_events_flowing_both_ways()
     });
     assert!(!left, "{:?}", players[0].events);
 }
+
+/// A slotserver, or a gameserver with default relay settings.
+fn server_for(protocol: &'static str) -> Server {
+    let relay = (protocol == "gameserver").then(RelayConfig::default);
+    Server::start(protocol, relay)
+}
+
+/// What `player` heard about the player in `slot`: connected (with the name), joined,
+/// unjoined, renamed.
+fn heard_about(player: &Player, slot: u8) -> Vec<String> {
+    player
+        .events
+        .iter()
+        .filter(|e| e.slot() == Some(slot))
+        .filter_map(|e| match e {
+            GameEvent::PlayerConnected { name, .. } => Some(format!("connected {name}")),
+            GameEvent::PlayerJoined { .. } => Some("joined".to_string()),
+            GameEvent::PlayerUnjoined { .. } => Some("unjoined".to_string()),
+            GameEvent::PlayerName { name, .. } => Some(format!("name {name}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn joins_and_renames_are_heard_once_and_alike_through_either_server() {
+    for protocol in ["slotserver", "gameserver"] {
+        let server = server_for(protocol);
+        let mut players: Vec<Player> = ["dee", "eve"]
+            .iter()
+            .map(|n| Player {
+                sub: client(n, protocol, server.addrs.tcp),
+                events: Vec::new(),
+            })
+            .collect();
+        assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
+            .iter()
+            .all(|p| p.slot().is_some()
+                && p.events.iter().any(|e| matches!(
+                    e,
+                    GameEvent::PlayerConnected { .. }
+                )))));
+        for p in players.iter_mut() {
+            console(&mut p.sub, "join");
+        }
+        let dee = players[0].slot().unwrap();
+        assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+            .events
+            .iter()
+            .any(
+                |e| matches!(e, GameEvent::PlayerJoined { slot } if *slot == dee)
+            )));
+        // fay comes into a game where dee and eve have joined.
+        players.push(Player {
+            sub: client("fay", protocol, server.addrs.tcp),
+            events: Vec::new(),
+        });
+        assert!(
+            run_frames(&mut players, Duration::from_secs(10), |ps| ps[2]
+                .events
+                .iter()
+                .filter(|e| matches!(e, GameEvent::PlayerJoined { .. }))
+                .count()
+                >= 2),
+            "{protocol}: {:?}",
+            players[2].events
+        );
+        console(&mut players[0].sub, "name dora");
+        assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps
+            [1..]
+            .iter()
+            .all(|p| p
+                .sub
+                .player_name(dee)
+                .is_some_and(|n| n.to_string() == "dora"))));
+        // A moment more, so a second copy of anything would show.
+        run_frames(&mut players, Duration::from_millis(500), |_| false);
+        for p in &players[1..] {
+            assert_eq!(
+                heard_about(p, dee),
+                ["connected dee", "joined", "name dora"],
+                "{protocol}: {:?}",
+                p.events
+            );
+        }
+        drop(players);
+        drop(server);
+    }
+}

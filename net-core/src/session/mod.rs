@@ -984,23 +984,35 @@ impl Session {
     }
 
     /// Apply a remote event from `slot`: update the table, emit the game event.
+    ///
+    /// A name or join status is told to the game only when it changes what the game knows of
+    /// the player: every newcomer is greeted with both, and a rename through a server also
+    /// comes as the server's line, so most copies repeat what the game has (from the player
+    /// list, the server's `add ip:` line, or the other copy). A player not seated (a late or
+    /// early relayed event, delivered anyway) has nothing to compare with: its events pass.
     pub fn apply_remote_event(&mut self, slot: u8, event: RemoteEvent) {
         match event {
             RemoteEvent::PlayerName(name) => {
-                if let Some(player) = self.players.get_mut(slot) {
-                    player.name = name;
+                let changed = match self.players.get_mut(slot) {
+                    Some(player) => std::mem::replace(&mut player.name, name) != name,
+                    None => true,
+                };
+                if changed {
+                    self.events.push_back(GameEvent::PlayerName { slot, name });
                 }
-                self.events.push_back(GameEvent::PlayerName { slot, name });
             }
             RemoteEvent::PlayerStatus { joined, flag } => {
-                if let Some(player) = self.players.get_mut(slot) {
-                    player.joined = joined;
+                let changed = match self.players.get_mut(slot) {
+                    Some(player) => std::mem::replace(&mut player.joined, joined) != joined,
+                    None => true,
+                };
+                if changed {
+                    self.events.push_back(if joined {
+                        GameEvent::PlayerJoined { slot }
+                    } else {
+                        GameEvent::PlayerUnjoined { slot, flag }
+                    });
                 }
-                self.events.push_back(if joined {
-                    GameEvent::PlayerJoined { slot }
-                } else {
-                    GameEvent::PlayerUnjoined { slot, flag }
-                });
             }
             RemoteEvent::PlayerList(_) | RemoteEvent::ConnectQueue(_) => {
                 self.protocol_events.push_back((slot, event));
