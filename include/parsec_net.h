@@ -602,7 +602,8 @@ int32_t NETs_Connect(void);
 int32_t NETs_Disconnect(void);
 
 /**
- * Join the game (leave spectator mode). Returns NET_OK or an error code.
+ * Join the game (leave spectator mode). Returns NET_OK (also when already joined: a backend
+ * switch keeps the player joined) or an error code.
  */
 int32_t NETs_Join(void);
 

@@ -34,7 +34,7 @@ pub extern "C" fn disconnect_via<const K: u8>() -> i32 {
 }
 
 pub extern "C" fn join_via<const K: u8>() -> i32 {
-    call(K, |sub, now| sub.join(now))
+    call(K, |sub, now| sub.join(now).map(|_| ()))
 }
 
 pub extern "C" fn unjoin_via<const K: u8>(flag: u8) -> i32 {
@@ -72,7 +72,8 @@ pub extern "C" fn NETs_Disconnect() -> i32 {
     disconnect_via::<UNBOUND>()
 }
 
-/// Join the game (leave spectator mode). Returns NET_OK or an error code.
+/// Join the game (leave spectator mode). Returns NET_OK (also when already joined: a backend
+/// switch keeps the player joined) or an error code.
 #[no_mangle]
 pub extern "C" fn NETs_Join() -> i32 {
     join_via::<UNBOUND>()

@@ -115,6 +115,14 @@ impl Player {
         })
     }
 
+    /// The slot of the latest connection.
+    fn slot_now(&self) -> Option<u8> {
+        self.events.iter().rev().find_map(|e| match e {
+            GameEvent::Connected { slot } => Some(*slot),
+            _ => None,
+        })
+    }
+
     fn heard(&self, text: &str) -> bool {
         self.events.iter().any(|e| matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. } if t.to_string() == text))
     }
@@ -388,6 +396,7 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
     for p in players.iter_mut() {
         console(&mut p.sub, "join");
     }
+    players[0].sub.set_local_state(ship_at(5.0, 42)).unwrap();
     let mut next = 0u32;
     let mut eve_next = 0u32;
     for round in 0..5 {
@@ -423,14 +432,12 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
             numbers_heard(&players[1]),
             numbers_heard(&players[0])
         );
-        if players[0]
-            .sub
-            .protocol_module()
-            .and_then(|p| p.session())
-            .is_some_and(|s| !s.is_joined())
-        {
-            console(&mut players[0].sub, "join");
-        }
+        // The switch is transparent: dee is still joined, without her game joining again.
+        let session = players[0].sub.protocol_module().and_then(|p| p.session());
+        assert!(
+            session.is_some_and(|s| s.is_joined()),
+            "round {round}: dee is not joined after the switch"
+        );
     }
     // A moment more, so a late copy would show.
     run_frames(&mut players, Duration::from_millis(500), |_| false);
@@ -443,6 +450,15 @@ fn a_backend_switch_in_a_gameserver_game_keeps_every_event_once_both_ways() {
         numbers_heard(&players[0]),
         (0..eve_next).collect::<Vec<_>>(),
         "dee heard every number of eve once and in order across its 5 backend switches"
+    );
+    // And her ship still flies for eve.
+    let dee = players[0].slot_now().unwrap();
+    assert!(
+        run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+            .sub
+            .player_state(dee)
+            .is_ok_and(|s| s.game[0] == 42)),
+        "eve has dee's ship state after the switches"
     );
 }
 

@@ -461,3 +461,80 @@ fn events_waiting_in_the_socket_of_a_player_who_switches_backend_arrive_once() {
         "every event b sent, once and in order"
     );
 }
+
+/// How often `events` say the player in `slot` joined or unjoined since it last appeared there.
+fn joins_since_seated(events: &[GameEvent], slot: u8) -> Option<usize> {
+    let seated = events
+        .iter()
+        .rposition(|e| matches!(e, GameEvent::PlayerConnected { slot: s, .. } if *s == slot))?;
+    Some(
+        events[seated..]
+            .iter()
+            .filter(|e| {
+                matches!(e, GameEvent::PlayerJoined { slot: s } | GameEvent::PlayerUnjoined { slot: s, .. } if *s == slot)
+            })
+            .count(),
+    )
+}
+
+#[test]
+fn a_joined_player_stays_joined_across_backend_switches_and_its_ship_flies_on() {
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    console(&mut pair.a, "join");
+    console(&mut pair.b, "join");
+    let ship = ShipState {
+        pos: [3.0, 1.0, 4.0],
+        ..ShipState::default()
+    };
+    pair.a.set_local_state(ship).unwrap();
+    // b sees ada joined with her ship.
+    let ada_at_b = |p: &Pair| {
+        let session = p.b.protocol_module()?.session()?;
+        let ada = session
+            .players()
+            .iter()
+            .find(|x| x.name.to_string() == "ada")?;
+        (ada.joined && p.b.player_state(ada.slot).is_ok_and(|s| s == ship)).then_some(ada.slot)
+    };
+    assert!(pair.run_until(Duration::from_secs(10), |p| ada_at_b(p).is_some()));
+    for round in 0..2 {
+        let out = console(&mut pair.a, "net.api udp");
+        assert!(out.contains("left the game"), "round {round}: {out}");
+        let connects = round + 2;
+        // Back in the game, without her game doing anything.
+        let back = pair.run_until(Duration::from_secs(20), |p| {
+            let reconnected = p
+                .ev_a
+                .iter()
+                .filter(|e| matches!(e, GameEvent::Connected { .. }))
+                .count()
+                == connects;
+            reconnected && ada_at_b(p).is_some()
+        });
+        assert!(back, "round {round}: {:?}\n{:?}", pair.ev_a, pair.ev_b);
+        pair.run_until(Duration::from_millis(300), |_| false);
+        let status = console(&mut pair.a, "status");
+        assert!(!status.contains("not joined"), "round {round}: {status}");
+        let ada = ada_at_b(&pair).expect("still there");
+        assert_eq!(
+            joins_since_seated(&pair.ev_b, ada),
+            Some(1),
+            "round {round}: b heard ada join once: {:?}",
+            pair.ev_b
+        );
+        let bo = pair
+            .a
+            .protocol_module()
+            .unwrap()
+            .session()
+            .unwrap()
+            .players();
+        let bo = bo.iter().next().expect("a sees bo").slot;
+        assert_eq!(
+            joins_since_seated(&pair.ev_a, bo),
+            Some(1),
+            "round {round}: ada heard bo (joined before she came back) join once: {:?}",
+            pair.ev_a
+        );
+    }
+}

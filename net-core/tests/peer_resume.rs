@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use net_core::protocol::ClientProtocol;
-use net_core::rmev::{CustomData, RemoteEvent};
+use net_core::rmev::{CustomData, RemoteEvent, ShipState};
 use net_core::session::GameEvent;
 use net_core::sim::{LinkProfile, Network, Rng};
 use support::peer_node::{random_token, PeerNode};
@@ -473,4 +473,66 @@ fn a_full_game_lets_a_player_back_in_that_a_peer_still_seats() {
     );
     let (owed, _) = run.drain_and_check("seed 21", &[]);
     assert!(owed > 0);
+}
+
+#[test]
+fn a_joined_player_is_joined_again_after_its_switch_and_its_ship_flies_on() {
+    // Everyone joined; player 1 flies somewhere and switches backend. Its next session joins
+    // again by itself (the switch is transparent to the game): the others see it join once and
+    // get its ship state, and it sees each of them join once.
+    let ship = ShipState {
+        pos: [4.0, 5.0, 6.0],
+        ..ShipState::default()
+    };
+    let mut run = Run::start(3, 0.05);
+    for player in 0..3 {
+        let node = run.players[player].node;
+        let session = run.net.endpoint_mut(node).unwrap().proto.session_mut();
+        let session = session.expect("in the game");
+        session.join().unwrap();
+        if player == 1 {
+            session.set_local_state(ship);
+        }
+    }
+    run.play_for(Duration::from_secs(1));
+    run.switch(1);
+    run.settle("seed 3 (joined players)");
+    let back = run.net.endpoint(run.players[1].node).unwrap();
+    let back = back.proto.session().expect("back in the game");
+    assert!(back.is_joined(), "{:?}", run.describe());
+    // What the game of `who` heard about `slot` since it last appeared there.
+    let joins_since_seated = |who: usize, slot: u8| {
+        let events = &run.players[who].events;
+        let seated = events
+            .iter()
+            .rposition(|e| matches!(e, GameEvent::PlayerConnected { slot: s, .. } if *s == slot))
+            .unwrap_or_else(|| panic!("{who} never saw slot {slot}: {events:?}"));
+        events[seated..]
+            .iter()
+            .filter(|e| {
+                matches!(e, GameEvent::PlayerJoined { slot: s } | GameEvent::PlayerUnjoined { slot: s, .. } if *s == slot)
+            })
+            .count()
+    };
+    for other in [0, 2] {
+        let session = run.net.endpoint(run.players[other].node).unwrap();
+        let session = session.proto.session().unwrap();
+        let seen = session
+            .players()
+            .iter()
+            .find(|p| p.token == back.my_token())
+            .expect("the others seat it again");
+        assert!(seen.joined, "{other} sees it unjoined");
+        assert_eq!(seen.state, ship, "{other} has its ship state");
+        assert_eq!(
+            joins_since_seated(other, seen.slot),
+            1,
+            "{other} heard it join once"
+        );
+        assert_eq!(
+            joins_since_seated(1, session.my_slot()),
+            1,
+            "it heard {other} join once"
+        );
+    }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
+use net_core::rmev::{CustomData, PlayerName, RemoteEvent, ShipState};
 use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
 use net_core::sim::Rng;
 use net_core::wire::decode_packet;
@@ -416,4 +416,35 @@ fn two_gameserver_clients_switching_in_turn_keep_every_event_once_and_in_order()
         let loss = [0.0, 0.05, 0.15][seed as usize % 3];
         switching_run(seed, loss, Switching::Both);
     }
+}
+
+#[test]
+fn a_joined_client_is_joined_again_after_its_switch_and_its_ship_flies_on() {
+    // Both joined; A flies somewhere and switches backend. Its next session joins again by
+    // itself (the switch is transparent to the game), so B gets A's ship state again.
+    let ship = ShipState {
+        pos: [4.0, 5.0, 6.0],
+        ..ShipState::default()
+    };
+    let mut run = Run::start(1, 0.05);
+    for client in &mut run.clients {
+        client.session.join().unwrap();
+    }
+    run.clients[0].session.set_local_state(ship);
+    for _ in 0..50 {
+        run.frame(false);
+    }
+    assert_eq!(run.clients[1].session.players().get(0).unwrap().state, ship);
+    run.switch(0, false);
+    for _ in 0..300 {
+        run.frame(false);
+    }
+    let a = &run.clients[0];
+    assert!(a.session.is_joined(), "A is joined again");
+    let seen = run.clients[1]
+        .session
+        .players()
+        .get(a.slot)
+        .expect("B seats A");
+    assert_eq!(seen.state, ship, "B has A's ship state");
 }

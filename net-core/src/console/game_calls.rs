@@ -25,7 +25,14 @@ pub fn disconnect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) ->
 
 pub fn join(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     no_args(args)?;
-    sub.join(now).map(|()| "joined the game".to_string())
+    sub.join(now).map(|now_joined| {
+        if now_joined {
+            "joined the game"
+        } else {
+            "already joined"
+        }
+        .to_string()
+    })
 }
 
 pub fn unjoin(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {

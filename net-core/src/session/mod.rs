@@ -317,9 +317,9 @@ impl Session {
     }
 
     /// What the next session should pick up after this one ends for a backend switch: the
-    /// streams parked so far plus every current link's (the server's, in a star), and this
-    /// session's token as an earlier one. The session itself is left as it is (it still says
-    /// goodbye).
+    /// streams parked so far plus every current link's (the server's, in a star), this
+    /// session's token as an earlier one, and whether the player had joined, with its ship.
+    /// The session itself is left as it is (it still says goodbye).
     pub fn resume_state_for_next(&self) -> ResumeState {
         let mut state = self.resume.clone();
         for remote in &self.remotes {
@@ -328,6 +328,8 @@ impl Session {
         state.note_my_token(self.my_token);
         state.next_serial = self.game_event_serial;
         state.departed_slots = self.early.departures();
+        state.joined = self.joined;
+        state.local_state = self.local_state;
         state
     }
 
@@ -342,15 +344,24 @@ impl Session {
     /// Pick up what an earlier session left (see `resume_state_for_next`); call right after
     /// the session is created, before any player is added. A star session that parked a link
     /// with its server holds the game's events until the server's answer (carried events go
-    /// first).
-    pub fn set_resume_state(&mut self, state: ResumeState) {
+    /// first). A player that had joined joins again: the others are told after what was
+    /// carried (a mesh greets every player it adds with the join; a star queues it for the
+    /// server behind the resumption), and its ship flies on.
+    pub fn set_resume_state(&mut self, mut state: ResumeState) {
         self.game_event_serial = self.game_event_serial.max(state.next_serial);
         self.early.inherit(&state.departed_slots);
+        let joined = std::mem::take(&mut state.joined);
+        self.set_local_state(state.local_state);
         self.resume = state;
         for remote in self.remotes.iter_mut().filter(|r| r.slot.is_none()) {
             remote.added_at_serial = self.game_event_serial;
             if self.resume.has_parked_with(remote.token) && remote.held.is_none() {
                 remote.held = Some((Vec::new(), remote.last_heard));
+            }
+        }
+        if joined && !self.joined {
+            if let Err(err) = self.join() {
+                log::warn!("session: could not join again after the switch: {err}");
             }
         }
     }

@@ -25,7 +25,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::rmev::{EarlierTokens, RemoteEvent, MAX_EARLIER_TOKENS};
+use crate::rmev::{EarlierTokens, RemoteEvent, ShipState, MAX_EARLIER_TOKENS};
 
 use super::parking::{Parked, ParkingLot};
 pub use super::parking::{ResumeStats, PARK_TIME};
@@ -126,6 +126,11 @@ pub struct ResumeState {
     /// those players that the server carries over to the next session are late ones of a
     /// player that left, not early ones of a newcomer, and must not wait for a seat.
     pub departed_slots: Vec<(u8, Option<Instant>)>,
+    /// Whether the player had joined: the next session joins again by itself (a switch is
+    /// transparent to the game, which does not join again).
+    pub joined: bool,
+    /// The player's latest ship, which the next session sends on.
+    pub local_state: ShipState,
 }
 
 impl ResumeState {

@@ -62,6 +62,9 @@ impl Subsystem {
         }
         self.protocol = Some(module);
         self.protocol_kind = kind;
+        // What a backend switch left for its reconnect (which never came) is not for a game of
+        // another protocol: the game connects again itself, as a newcomer.
+        self.carry_resume = None;
         line.push_str(&format!("protocol {kind} selected"));
         Ok(line)
     }
@@ -175,8 +178,15 @@ impl Subsystem {
         Ok(())
     }
 
-    pub fn join(&mut self, _now: Instant) -> NetResult<()> {
-        self.session_mut("join")?.join()
+    /// `join`: returns whether the player joined now. Joining while joined changes nothing
+    /// and is no error: a backend switch keeps the player joined, and a game that joins again
+    /// on the CONNECTED after it must not be refused.
+    pub fn join(&mut self, _now: Instant) -> NetResult<bool> {
+        let session = self.session_mut("join")?;
+        if session.is_joined() {
+            return Ok(false);
+        }
+        session.join().map(|()| true)
     }
 
     pub fn unjoin(&mut self, flag: u8, _now: Instant) -> NetResult<()> {
