@@ -477,7 +477,8 @@ int32_t NET_RmEvKillObject(uint32_t object_id, uint8_t list_id);
 int32_t NET_RmEvSendText(const char *text);
 
 /**
- * RE_PLAYERNAME: tell the others a new name (1-31 bytes); also becomes the local name.
+ * RE_PLAYERNAME: tell the others a new name (1-31 bytes); also becomes the local name. On a
+ * slot or gameserver it is asked of the server first, as NETs_UpdateName does.
  *
  * # Safety
  * `name` must be a NUL-terminated string.
@@ -613,7 +614,9 @@ int32_t NETs_Join(void);
 int32_t NETs_Unjoin(uint8_t flag);
 
 /**
- * Tell the others about a new player name (set with NET_SetPlayerName).
+ * Tell the others about a new player name (set with NET_SetPlayerName). On a slot or
+ * gameserver the server is asked first and the others are told once it accepts; a refusal
+ * arrives as NET_EVENT_ERROR and the name in use stays.
  */
 int32_t NETs_UpdateName(void);
 

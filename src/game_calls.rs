@@ -307,7 +307,8 @@ pub unsafe extern "C" fn NET_RmEvSendText(text: *const c_char) -> i32 {
     })
 }
 
-/// RE_PLAYERNAME: tell the others a new name (1-31 bytes); also becomes the local name.
+/// RE_PLAYERNAME: tell the others a new name (1-31 bytes); also becomes the local name. On a
+/// slot or gameserver it is asked of the server first, as NETs_UpdateName does.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string.
@@ -316,10 +317,11 @@ pub unsafe extern "C" fn NET_RmEvPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
         let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
         with_subsystem_timed(|sub, now| {
-            // Only a name the others were told becomes the local name.
+            // Only a name the others were told (or a server was asked for) becomes the local
+            // name; a server's refusal puts the old one back later.
             let previous = sub.game().name().to_string();
             sub.set_player_name(name)?;
-            sub.update_name(now).map(|()| 0).inspect_err(|_| {
+            sub.update_name(now).map(|_| 0).inspect_err(|_| {
                 let _ = sub.set_player_name(&previous);
             })
         })

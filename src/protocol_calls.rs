@@ -42,7 +42,7 @@ pub extern "C" fn unjoin_via<const K: u8>(flag: u8) -> i32 {
 }
 
 pub extern "C" fn update_name_via<const K: u8>() -> i32 {
-    call(K, |sub, now| sub.update_name(now))
+    call(K, |sub, now| sub.update_name(now).map(|_| ()))
 }
 
 pub extern "C" fn maintain_via<const K: u8>() {
@@ -85,7 +85,9 @@ pub extern "C" fn NETs_Unjoin(flag: u8) -> i32 {
     unjoin_via::<UNBOUND>(flag)
 }
 
-/// Tell the others about a new player name (set with NET_SetPlayerName).
+/// Tell the others about a new player name (set with NET_SetPlayerName). On a slot or
+/// gameserver the server is asked first and the others are told once it accepts; a refusal
+/// arrives as NET_EVENT_ERROR and the name in use stays.
 #[no_mangle]
 pub extern "C" fn NETs_UpdateName() -> i32 {
     update_name_via::<UNBOUND>()

@@ -585,3 +585,78 @@ fn joins_and_renames_are_heard_once_and_alike_through_either_server() {
         drop(server);
     }
 }
+
+#[test]
+fn a_name_the_server_refuses_is_not_used_and_the_player_is_told() {
+    for protocol in ["slotserver", "gameserver"] {
+        let server = server_for(protocol);
+        let mut players: Vec<Player> = ["Dup", "Dup2"]
+            .iter()
+            .map(|n| Player {
+                sub: client(n, protocol, server.addrs.tcp),
+                events: Vec::new(),
+            })
+            .collect();
+        assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
+            .iter()
+            .all(|p| p.slot().is_some()
+                && p.events.iter().any(|e| matches!(
+                    e,
+                    GameEvent::PlayerConnected { .. }
+                )))));
+        let dup2 = players[1].slot().unwrap();
+        let reply = console(&mut players[1].sub, "name Dup");
+        assert!(
+            reply.contains("asked of the server") && reply.contains("you stay Dup2"),
+            "{protocol}: the server has not answered yet: {reply}"
+        );
+        let error = |p: &Player| {
+            p.events.iter().find_map(|e| match e {
+                GameEvent::Error { text } => Some(text.clone()),
+                _ => None,
+            })
+        };
+        assert!(
+            run_frames(&mut players, Duration::from_secs(5), |ps| error(&ps[1])
+                .is_some()),
+            "{protocol}: {:?}",
+            players[1].events
+        );
+        run_frames(&mut players, Duration::from_millis(500), |_| false);
+        let text = error(&players[1]).unwrap();
+        assert!(
+            text.contains("'Dup'") && text.contains("already taken") && text.contains("'Dup2'"),
+            "{protocol}: {text}"
+        );
+        // Dup2 is still Dup2, for itself and for the other.
+        assert_eq!(console(&mut players[1].sub, "name"), "name = Dup2");
+        assert_eq!(
+            players[1].sub.player_name(dup2).unwrap().to_string(),
+            "Dup2"
+        );
+        assert_eq!(
+            players[0].sub.player_name(dup2).unwrap().to_string(),
+            "Dup2"
+        );
+        assert_eq!(
+            heard_about(&players[0], dup2),
+            ["connected Dup2"],
+            "{protocol}"
+        );
+        // A name the server accepts is told to the other, once.
+        console(&mut players[1].sub, "name Other");
+        assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[0]
+            .sub
+            .player_name(dup2)
+            .is_some_and(|n| n.to_string() == "Other")));
+        run_frames(&mut players, Duration::from_millis(500), |_| false);
+        assert_eq!(
+            heard_about(&players[0], dup2),
+            ["connected Dup2", "name Other"],
+            "{protocol}"
+        );
+        assert_eq!(console(&mut players[1].sub, "name"), "name = Other");
+        drop(players);
+        drop(server);
+    }
+}

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::commands::{no_args, number_in};
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::protocol::NameUpdate;
 use crate::subsystem::Subsystem;
 
 pub fn connect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
@@ -49,9 +50,13 @@ pub fn name(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetRe
     if args.is_empty() {
         return Ok(format!("name = {}", sub.game().name()));
     }
+    let previous = *sub.game().name();
     sub.set_player_name(args)?;
     match sub.update_name(now) {
-        Ok(()) => Ok(format!("name = {args} (the others are told)")),
+        Ok(NameUpdate::Told) => Ok(format!("name = {args} (the others are told)")),
+        Ok(NameUpdate::AskedServer) => Ok(format!(
+            "name = {args}, asked of the server (the others are told once it accepts; if the name is taken there, you stay {previous})"
+        )),
         Err(err) if err.code == ErrorCode::NotConnected || err.code == ErrorCode::NoProtocol => {
             Ok(format!("name = {args}"))
         }

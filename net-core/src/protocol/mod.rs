@@ -7,6 +7,7 @@
 //! Until a protocol is selected with `net.subsys`, the "no protocol selected" answer is given.
 
 pub mod peer;
+pub mod renames;
 pub mod server_client;
 
 use std::cmp::Ordering;
@@ -99,6 +100,23 @@ pub enum StreamEvent {
     Closed { reason: String },
 }
 
+/// How a new local name reaches the other players (`ClientProtocol::update_name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameUpdate {
+    /// They are told now (RE_PLAYERNAME).
+    Told,
+    /// The server is asked first (names are unique on a server); they are told once it
+    /// accepts. A refusal comes as an error event, and the name in use stays.
+    AskedServer,
+}
+
+/// A new local name the server refused, and the name that stays in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameRefusal {
+    pub refused: PlayerName,
+    pub kept: PlayerName,
+}
+
 /// The backend's total order of nodes, shared by the protocol machines.
 pub type NodeOrder = Arc<dyn Fn(&Node, &Node) -> Ordering + Send + Sync>;
 
@@ -172,7 +190,21 @@ pub trait ClientProtocol: Send {
     /// Something happened on the TCP connection to the server.
     fn handle_stream(&mut self, _now: Instant, _event: StreamEvent) {}
 
-    /// The local name changed (the session already tells the other players); client-server
-    /// protocols also tell the server.
-    fn name_changed(&mut self, _name: &PlayerName) {}
+    /// Tell the others the local name `name`: peer-to-peer at once; client-server protocols
+    /// ask the server first (`my new name:`) and tell the others once it accepts.
+    fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
+        let session = self.session_mut().ok_or_else(|| {
+            NetError::new(
+                ErrorCode::NotConnected,
+                "update name: not connected to a game",
+            )
+        })?;
+        session.set_name(name)?;
+        Ok(NameUpdate::Told)
+    }
+
+    /// The next new name the server refused (the game's name goes back to the kept one).
+    fn poll_name_refusal(&mut self) -> Option<NameRefusal> {
+        None
+    }
 }

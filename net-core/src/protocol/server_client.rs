@@ -10,13 +10,18 @@
 //!   relays.
 //!
 //! A refusal or a lost connection becomes an error or disconnect event with the server's words.
+//! A new name is asked of the server and told to the others only once it accepts (`renames`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, NetError, NetResult};
-use crate::protocol::{ClientProtocol, ConnectParams, ProtocolKind, StreamCommand, StreamEvent};
+use crate::protocol::renames::Renames;
+use crate::protocol::{
+    ClientProtocol, ConnectParams, NameRefusal, NameUpdate, ProtocolKind, StreamCommand,
+    StreamEvent,
+};
 use crate::rmev::PlayerName;
 use crate::session::{GameEvent, LocalPlayer, NodeEq, Session};
 use crate::wire::{decode_packet, WireEvent};
@@ -68,6 +73,7 @@ pub struct ServerClient {
     session: Option<Session>,
     stream_out: VecDeque<StreamCommand>,
     events: VecDeque<GameEvent>,
+    renames: Renames,
     scratch: Vec<WireEvent>,
     stats: ServerClientStats,
 }
@@ -189,6 +195,7 @@ impl ServerClient {
             session: None,
             stream_out: VecDeque::new(),
             events: VecDeque::new(),
+            renames: Renames::default(),
             scratch: Vec::new(),
             stats: ServerClientStats::default(),
         }
@@ -208,6 +215,7 @@ impl ServerClient {
     /// server accepted just as we gave up must end as a leave, not as a dropped connection;
     /// before the answer a server says "you're not even joined", which does no harm).
     fn close_stream(&mut self) {
+        self.renames.clear();
         if matches!(self.phase, Phase::Joined | Phase::Joining { .. }) {
             self.stream_out
                 .push_back(StreamCommand::SendLine("remove me".to_string()));
@@ -354,11 +362,16 @@ impl ServerClient {
             }
             Phase::Joined => match parse_update(&line) {
                 Some(update) => self.take_update(now, update),
-                None if line == "new name accepted" => {}
+                None if line == "new name accepted" => {
+                    if let Some(session) = self.session.as_mut() {
+                        self.renames.accepted(session);
+                    }
+                }
                 None if line == "name already taken" => {
-                    self.events.push_back(GameEvent::Error {
-                        text: "the server refused the new name: name already taken".into(),
-                    });
+                    if let Some(session) = self.session.as_ref() {
+                        let text = self.renames.refused(session);
+                        self.events.push_back(GameEvent::Error { text });
+                    }
                 }
                 None => self.stats.lines_not_understood += 1,
             },
@@ -559,11 +572,21 @@ impl ClientProtocol for ServerClient {
         }
     }
 
-    fn name_changed(&mut self, name: &PlayerName) {
-        if self.phase == Phase::Joined {
-            self.stream_out
-                .push_back(StreamCommand::SendLine(format!("my new name: {name}")));
+    fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
+        if self.phase != Phase::Joined || self.session.is_none() {
+            return Err(NetError::new(
+                ErrorCode::NotConnected,
+                "update name: not connected to a game",
+            ));
         }
+        self.stream_out
+            .push_back(StreamCommand::SendLine(format!("my new name: {name}")));
+        self.renames.asked(name);
+        Ok(NameUpdate::AskedServer)
+    }
+
+    fn poll_name_refusal(&mut self) -> Option<NameRefusal> {
+        self.renames.poll_refusal()
     }
 }
 
@@ -795,6 +818,60 @@ mod tests {
         // The server may accept the join just as the client gives up: it leaves properly.
         let closing = stream_commands(&mut client);
         assert!(says_remove_me_and_closes(&closing), "{closing:?}");
+    }
+
+    /// A client seated in slot 2 of a gameserver, with "goose" in slot 3 (events and commands
+    /// so far taken).
+    fn seated() -> (ServerClient, Instant) {
+        let (mut client, at) = joining();
+        for line in [
+            "join from maverick accepted, slot: 2, server name: s udp: 6522 token: 5",
+            "",
+            "",
+            "",
+            "",
+            "add ip: 10.0.0.9 name: goose in 3 port: 7000 token: 9",
+        ] {
+            client.handle_stream(at, StreamEvent::Line(line.into()));
+        }
+        while client.poll_event().is_some() {}
+        stream_commands(&mut client);
+        (client, at)
+    }
+
+    #[test]
+    fn a_new_name_is_asked_of_the_server_and_told_to_the_others_once_accepted() {
+        let (mut client, at) = seated();
+        let told = |c: &ServerClient| c.session().unwrap().unacknowledged();
+        let before = told(&client);
+        let iceman = PlayerName::new(b"iceman").unwrap();
+        let ask = |client: &mut ServerClient| {
+            assert_eq!(client.update_name(iceman).unwrap(), NameUpdate::AskedServer);
+            assert_eq!(
+                stream_commands(client),
+                [StreamCommand::SendLine("my new name: iceman".into())]
+            );
+        };
+        ask(&mut client);
+        assert_eq!(told(&client), before, "nobody is told before the answer");
+        client.handle_stream(at, StreamEvent::Line("name already taken".into()));
+        assert_eq!(
+            client.poll_name_refusal(),
+            Some(NameRefusal {
+                refused: iceman,
+                kept: PlayerName::new(b"maverick").unwrap()
+            })
+        );
+        assert_eq!(
+            errors(&mut client),
+            ["the server refused the name 'iceman' (name already taken); your name stays 'maverick'"]
+        );
+        assert_eq!(told(&client), before, "a refused name is not told");
+        ask(&mut client);
+        client.handle_stream(at, StreamEvent::Line("new name accepted".into()));
+        assert_eq!(told(&client), before + 1, "an accepted name is told");
+        assert_eq!(client.session().unwrap().my_name(), &iceman);
+        assert_eq!(client.poll_name_refusal(), None);
     }
 
     #[test]

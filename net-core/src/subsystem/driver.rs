@@ -14,8 +14,8 @@ use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
 use crate::protocol::peer::PeerProtocol;
 use crate::protocol::server_client::{ServerClient, GAMESERVER_TCP_PORT, SLOTSERVER_PORT};
 use crate::protocol::{
-    no_protocol_error, ClientProtocol, ConnectParams, NodeOrder, NodeResolver, ProtocolKind,
-    StreamCommand, StreamEvent,
+    no_protocol_error, ClientProtocol, ConnectParams, NameUpdate, NodeOrder, NodeResolver,
+    ProtocolKind, StreamCommand, StreamEvent,
 };
 use crate::rmev::{ChatText, PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
 use crate::session::{GameEvent, Session};
@@ -193,14 +193,13 @@ impl Subsystem {
         self.session_mut("unjoin")?.unjoin(flag)
     }
 
-    /// Tell the others the local name (RE_PLAYERNAME).
-    pub fn update_name(&mut self, _now: Instant) -> NetResult<()> {
+    /// Tell the others the local name (RE_PLAYERNAME): at once in a peer-to-peer game; through
+    /// a slot or game server once it accepted the name (a refused name is put back, see
+    /// `take_protocol_output`).
+    pub fn update_name(&mut self, _now: Instant) -> NetResult<NameUpdate> {
         let name = *self.game.name();
-        self.session_mut("update name")?.set_name(name)?;
-        if let Some(protocol) = self.protocol.as_mut() {
-            protocol.name_changed(&name);
-        }
-        Ok(())
+        self.session_mut("update name")?;
+        self.protocol_mut("update name")?.update_name(name)
     }
 
     /// Set the local player name (at most 31 bytes, no NUL); sent by `update_name`.
@@ -456,6 +455,13 @@ impl Subsystem {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };
+        // A name the server refused is not the player's: the one in use stays (unless the game
+        // has chosen yet another since).
+        while let Some(refusal) = protocol.poll_name_refusal() {
+            if *self.game.name() == refusal.refused {
+                self.game.set_name(refusal.kept);
+            }
+        }
         while let Some(event) = protocol.poll_event() {
             self.game.deliver(now, event);
         }

@@ -1,0 +1,131 @@
+//! Renames through a slot or game server (`my new name: NAME`). Names are unique on a server,
+//! so a new name is told to the other players (RE_PLAYERNAME) only once the server answered
+//! `new name accepted`; on `name already taken` the name in use stays, and the game is told
+//! so in a player's words. The server answers a client's lines in order, so each answer is for
+//! the oldest name still waiting.
+
+use std::collections::VecDeque;
+
+use crate::protocol::NameRefusal;
+use crate::rmev::PlayerName;
+use crate::session::Session;
+
+/// The names asked of the server and not answered yet, and the refusals not yet taken.
+#[derive(Debug, Default)]
+pub struct Renames {
+    asked: VecDeque<PlayerName>,
+    refusals: VecDeque<NameRefusal>,
+}
+
+impl Renames {
+    /// `name` went to the server.
+    pub fn asked(&mut self, name: PlayerName) {
+        self.asked.push_back(name);
+    }
+
+    /// The server accepted the oldest name asked: the others are told now.
+    pub fn accepted(&mut self, session: &mut Session) {
+        let Some(name) = self.asked.pop_front() else {
+            return;
+        };
+        if let Err(err) = session.set_name(name) {
+            log::warn!("cannot tell the others the new name {name}: {err}");
+        }
+    }
+
+    /// The server refused the oldest name asked: what to tell the player. The name in use
+    /// (the last one the server accepted) stays.
+    pub fn refused(&mut self, session: &Session) -> String {
+        let kept = *session.my_name();
+        match self.asked.pop_front() {
+            Some(refused) => {
+                self.refusals.push_back(NameRefusal { refused, kept });
+                format!(
+                    "the server refused the name '{refused}' (name already taken); your name stays '{kept}'"
+                )
+            }
+            None => format!("the server says the name is already taken; your name stays '{kept}'"),
+        }
+    }
+
+    /// The next refusal, for the game's name to go back.
+    pub fn poll_refusal(&mut self) -> Option<NameRefusal> {
+        self.refusals.pop_front()
+    }
+
+    /// The connection ended: what was asked will not be answered.
+    pub fn clear(&mut self) {
+        self.asked.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::session::{LocalPlayer, SessionConfig};
+    use crate::Node;
+
+    fn name(text: &str) -> PlayerName {
+        PlayerName::new(text.as_bytes()).unwrap()
+    }
+
+    /// A session with one other player seated (so a name told to the others is queued).
+    fn session() -> Session {
+        let now = Instant::now();
+        let me = LocalPlayer {
+            slot: 0,
+            token: 1,
+            name: name("maverick"),
+        };
+        let mut session =
+            Session::new_mesh(SessionConfig::default(), Arc::new(|a, b| a == b), me, now);
+        session.add_player(now, 1, Node::default(), 2, name("goose"), false);
+        session
+    }
+
+    #[test]
+    fn answers_go_to_the_names_asked_oldest_first() {
+        let mut session = session();
+        let mut renames = Renames::default();
+        let queued = session.unacknowledged();
+        renames.asked(name("goose"));
+        renames.asked(name("iceman"));
+        assert_eq!(session.unacknowledged(), queued, "nothing told yet");
+        let text = renames.refused(&session);
+        assert_eq!(
+            text,
+            "the server refused the name 'goose' (name already taken); your name stays 'maverick'"
+        );
+        assert_eq!(
+            renames.poll_refusal(),
+            Some(NameRefusal {
+                refused: name("goose"),
+                kept: name("maverick")
+            })
+        );
+        assert_eq!(
+            session.unacknowledged(),
+            queued,
+            "a refused name is not told"
+        );
+        renames.accepted(&mut session);
+        assert_eq!(session.my_name(), &name("iceman"));
+        assert_eq!(session.unacknowledged(), queued + 1, "an accepted one is");
+        assert_eq!(renames.poll_refusal(), None);
+    }
+
+    #[test]
+    fn an_answer_nobody_asked_for_changes_nothing() {
+        let mut session = session();
+        let mut renames = Renames::default();
+        renames.asked(name("iceman"));
+        renames.clear();
+        renames.accepted(&mut session);
+        assert_eq!(session.my_name(), &name("maverick"));
+        assert!(renames.refused(&session).contains("stays 'maverick'"));
+        assert_eq!(renames.poll_refusal(), None);
+    }
+}
