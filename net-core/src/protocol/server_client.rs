@@ -560,15 +560,17 @@ impl ClientProtocol for ServerClient {
                 }
             }
             StreamEvent::Line(line) => self.take_line(now, line),
-            StreamEvent::Closed { reason } => {
-                if self.phase == Phase::Idle {
-                    return;
+            StreamEvent::Closed { reason } => match self.phase {
+                Phase::Idle => {}
+                // It never opened: the server was not reached (refused, unreachable, no route).
+                Phase::Connecting { .. } => {
+                    self.fail(format!("could not reach the {}: {reason}", self.kind))
                 }
-                self.fail(format!(
+                _ => self.fail(format!(
                     "the {} closed the connection ({reason})",
                     self.kind
-                ));
-            }
+                )),
+            },
         }
     }
 
@@ -737,6 +739,23 @@ mod tests {
         if client.poll_timeout().is_some_and(|t| t <= at) {
             client.handle_timeout(at);
         }
+    }
+
+    #[test]
+    fn a_refused_connection_says_the_server_was_not_reached() {
+        let start = Instant::now();
+        let mut client = connecting(start);
+        client.handle_stream(
+            start,
+            StreamEvent::Closed {
+                reason: "cannot connect to 10.0.0.1:6581: Connection refused".into(),
+            },
+        );
+        assert_eq!(
+            errors(&mut client),
+            ["could not reach the gameserver: cannot connect to 10.0.0.1:6581: Connection refused"]
+        );
+        assert!(!client.is_active());
     }
 
     #[test]
