@@ -1,5 +1,6 @@
 //! `parsecnet console`'s own options: `--help` explains them and exits 0, an unknown option is a
-//! usage error (exit 2), and a script's failing command makes the exit status 1.
+//! usage error (exit 2), and a script's failing command makes the exit status 1. Also what needs
+//! the real program's working directory: `net.api FILE.so` for a backend file there.
 
 use std::process::{Command, Output};
 
@@ -45,4 +46,37 @@ fn a_script_with_a_failing_command_exits_1_and_says_why() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("did you mean status?"), "{text}");
+}
+
+#[test]
+fn a_backend_file_in_the_working_directory_loads_by_its_bare_name() {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_parsecnet"));
+    let built = exe.with_file_name("libparsec_backend_udp.so");
+    assert!(
+        built.is_file(),
+        "the UDP backend is built beside {}",
+        exe.display()
+    );
+    let dir = std::env::temp_dir().join(format!("pn-cwd-backend-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("libmy_udp_copy.so");
+    std::fs::copy(&built, &copy).unwrap();
+    let out = Command::new(&exe)
+        .args([
+            "console",
+            "--exec",
+            "net.port 0; net.api libmy_udp_copy.so; status",
+        ])
+        .current_dir(&dir)
+        .env("PARSEC_NET_LOG", "off")
+        .output()
+        .expect("parsecnet runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("libmy_udp_copy.so"), "{stdout}");
 }

@@ -1,5 +1,6 @@
-//! Small safe helpers for backends written in Rust: writing C strings into caller buffers and
-//! reading the `key=value` option lines of `NET_BackendOpenParams`. Never used across the ABI.
+//! Small safe helpers for backends written in Rust: writing C strings into caller buffers,
+//! reading the `key=value` option lines of `NET_BackendOpenParams`, and putting an error on one
+//! line for a message. Never used across the ABI.
 
 use std::ffi::{c_char, CStr};
 
@@ -70,5 +71,58 @@ mod tests {
         assert_eq!(option_value(opts, "url"), Some("a=b"));
         assert_eq!(option_value(opts, "missing"), None);
         assert_eq!(option_pairs(opts).count(), 3);
+    }
+}
+
+/// `text` with every run of white space (newlines included) folded into one space.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// An error and all its sources, on one line (`outer: inner: innermost`). Some errors keep the
+/// useful part in a source: libloading's own text is only "dlopen failed", and the system
+/// loader's reason ("libdep.so: cannot open shared object file", "invalid ELF header") is its
+/// source.
+pub fn error_chain_line(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    one_line(&text)
+}
+
+#[cfg(test)]
+mod error_line_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("dlopen failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_and_its_sources_make_one_line() {
+        let inner = std::io::Error::other("libdep.so: cannot open\nshared object file");
+        assert_eq!(
+            error_chain_line(&Outer(inner)),
+            "dlopen failed: libdep.so: cannot open shared object file"
+        );
+        assert_eq!(one_line(" a\n\tb  c "), "a b c");
     }
 }

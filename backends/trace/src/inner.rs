@@ -243,7 +243,7 @@ pub fn load_file(path: &Path) -> Result<&'static Inner, String> {
     let library = unsafe { libloading::Library::new(&path) }.map_err(|e| {
         format!(
             "cannot load '{shown}': not a loadable library ({})",
-            one_line(&e.to_string())
+            parsec_backend_abi::helpers::error_chain_line(&e)
         )
     })?;
     // SAFETY: the symbol's type is fixed by the ABI; a library exporting the name with another
@@ -369,10 +369,7 @@ unsafe fn validate(
     })
 }
 
-/// Collapse any whitespace (including line breaks from dlerror) into single spaces.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub use parsec_backend_abi::helpers::one_line;
 
 #[cfg(test)]
 mod tests {

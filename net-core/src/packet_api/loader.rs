@@ -144,6 +144,11 @@ fn core_library_dir() -> Option<PathBuf> {
 /// Find the file for a spec: the path itself, or the first match of a name in the search dirs.
 pub fn locate(spec: &BackendSpec) -> NetResult<PathBuf> {
     match spec {
+        // A bare file name goes to the loader as a path ("./x.so"): on its own, dlopen would
+        // look for it in the system's library directories, not here.
+        BackendSpec::Path(path) if path.exists() && path.components().count() == 1 => {
+            Ok(Path::new(".").join(path))
+        }
         BackendSpec::Path(path) if path.exists() => Ok(path.clone()),
         BackendSpec::Path(path) => {
             // A bare file name ("libmy_backend.so") not in the current directory is looked for
@@ -215,7 +220,7 @@ pub fn load_path(path: &Path) -> NetResult<Arc<Backend>> {
     let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
         load_error(format!(
             "cannot load '{shown}': not a loadable library ({})",
-            one_line(&e.to_string())
+            abi::helpers::error_chain_line(&e)
         ))
     })?;
     let symbol = abi::NET_BACKEND_ENTRY_SYMBOL;
@@ -243,10 +248,6 @@ pub fn load_path(path: &Path) -> NetResult<Arc<Backend>> {
             Some(library),
         )
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -333,10 +334,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pn-loader-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("libnotalib.so");
-        std::fs::write(&file, b"this is text, not ELF").unwrap();
+        std::fs::write(&file, "this is text, not ELF\n".repeat(8)).unwrap();
         let e = load_path(&file).err().unwrap();
         assert!(
             e.message.contains("not a loadable library"),
+            "{}",
+            e.message
+        );
+        // The loader's own reason, not just "dlopen failed".
+        assert!(
+            e.message.contains("libnotalib.so: invalid ELF header"),
             "{}",
             e.message
         );
