@@ -42,8 +42,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The admin's message lines after an accepted join.
 const MESSAGE_LINES: u8 = 4;
-/// What this client reports as its operating system.
-const OS_NAME: &str = concat!(env!("CARGO_PKG_NAME"), "-", "rust");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -237,11 +235,16 @@ impl ServerClient {
         }
     }
 
+    /// The join line; the OS is the build's `ARCH-OS` (`x86_64-linux`), as the servers report
+    /// their own to masterservers.
     fn join_line(&self) -> String {
         let params = self.params.as_ref().expect("params while active");
         format!(
-            "version: 1.0 join me: {} os: {OS_NAME} port: {} token: {}",
-            params.name, params.game_port, params.token
+            "version: 1.0 join me: {} os: {} port: {} token: {}",
+            params.name,
+            crate::server::master_links::default_os(),
+            params.game_port,
+            params.token
         )
     }
 
@@ -783,8 +786,14 @@ mod tests {
         let mut client = connecting(start);
         let at = start + Duration::from_secs(9);
         let sent = opened(&mut client, at);
+        // The OS is the build's (`x86_64-linux`), not the library's name.
+        let join = format!(
+            "join me: maverick os: {}-{} ",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        );
         assert!(
-            matches!(&sent[..], [StreamCommand::Connect { .. }, StreamCommand::SendLine(l)] if l.contains("join me: maverick")),
+            matches!(&sent[..], [StreamCommand::Connect { .. }, StreamCommand::SendLine(l)] if l.contains(&join)),
             "{sent:?}"
         );
         let late = at + ANSWER_TIMEOUT - Duration::from_millis(1);
