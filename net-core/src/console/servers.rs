@@ -20,7 +20,6 @@ pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Ne
     no_args(args)?;
     let wait = sub.wait_for_server_list(now, SERVERS_WAIT)?;
     let list = sub.server_list();
-    let masters = list.masters().join(", ");
     if wait == ListWait::StillFetching {
         let mut out = format!(
             "no answer from {} within {} s; still fetching: the list is shown when it arrives",
@@ -44,10 +43,12 @@ pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Ne
             ),
         ));
     }
+    // Named as sources: the masterservers that answered (the others get a `!` line below).
     let count = list.servers().len();
     let mut out = format!(
-        "{count} server{} listed by {masters}",
-        if count == 1 { "" } else { "s" }
+        "{count} server{} listed by {}",
+        if count == 1 { "" } else { "s" },
+        list.answered().join(", ")
     );
     if wait == ListWait::Fresh {
         if let Some(fetched) = list.fetched_at() {

@@ -45,6 +45,8 @@ enum Query {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FetchResult {
     pub servers: Vec<ListedServer>,
+    /// The masterservers whose list came in, as `HOST:PORT`.
+    pub answered: Vec<String>,
     /// `HOST:PORT: what went wrong`, one per failed masterserver.
     pub errors: Vec<String>,
     /// Lines that were not list lines (skipped).
@@ -183,6 +185,7 @@ impl ListFetch {
         for (master, query) in self.queries.iter().enumerate() {
             match query {
                 Query::Done { servers } => {
+                    result.answered.push(self.masters[master].clone());
                     for s in servers {
                         if seen.insert(s.dedup_key()) {
                             result.servers.push(s.clone());

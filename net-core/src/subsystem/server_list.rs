@@ -55,6 +55,8 @@ pub struct ServerListClient {
     /// The masterservers the list (and the running fetch) come from.
     masters: Vec<String>,
     servers: Vec<ListedServer>,
+    /// The masterservers whose list came in with the latest fetch.
+    answered: Vec<String>,
     errors: Vec<String>,
     fetched_at: Option<Instant>,
     running: Option<RunningFetch>,
@@ -66,6 +68,11 @@ impl ServerListClient {
     /// The latest merged list (empty before the first fetch completed).
     pub fn servers(&self) -> &[ListedServer] {
         &self.servers
+    }
+
+    /// The masterservers that gave their list in the latest fetch.
+    pub fn answered(&self) -> &[String] {
+        &self.answered
     }
 
     /// The masterservers that failed in the latest fetch, with why.
@@ -155,6 +162,7 @@ impl ServerListClient {
         let result = run.machine.result();
         self.running = None;
         self.servers = result.servers;
+        self.answered = result.answered;
         self.errors = result.errors;
         self.fetched_at = Some(now);
         self.shown_in_reply = false;
