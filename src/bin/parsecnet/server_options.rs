@@ -81,6 +81,11 @@ impl CommonOptions {
     }
 }
 
+/// Whether this server has a UDP port (the gameserver), so `--udp-rate` means something.
+fn has_udp(d: &ServerDefaults) -> bool {
+    d.kind == "gameserver"
+}
+
 /// The usage text of the common options (a server appends its own).
 pub fn common_usage(d: &ServerDefaults) -> String {
     format!(
@@ -109,9 +114,7 @@ options:
   --max-connections N      connections at most (default 256)
   --tcp-rate N             bytes per second one connection may send; a connection sending
                            more is dropped (default {tcp_rate}; 0: no limit)
-  --udp-rate N[,BYTES]     datagrams (and bytes) per second one UDP source may send; more is
-                           dropped (default {udp_rate},{udp_bytes}; 0: no limit)
-  --help                   this text",
+{udp_rate_line}  --help                   this text",
         kind = d.kind,
         port = d.port,
         http = d.http_port,
@@ -119,8 +122,16 @@ options:
         masters = MAX_MASTERS,
         os = net_core::server::master_links::default_os(),
         tcp_rate = net_core::server::RateLimits::default().tcp_bytes_per_sec,
-        udp_rate = net_core::server::RateLimits::default().udp_datagrams_per_sec,
-        udp_bytes = net_core::server::RateLimits::default().udp_bytes_per_sec,
+        udp_rate_line = if has_udp(d) {
+            format!(
+                "  --udp-rate N[,BYTES]     datagrams (and bytes) per second one UDP source may send; more is
+                           dropped (default {},{}; 0: no limit)\n",
+                net_core::server::RateLimits::default().udp_datagrams_per_sec,
+                net_core::server::RateLimits::default().udp_bytes_per_sec,
+            )
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -219,7 +230,7 @@ pub fn parse_common(
             "--tcp-rate" => {
                 o.limits.tcp_bytes_per_sec = cursor.number(flag, "a number of bytes")?
             }
-            "--udp-rate" => {
+            "--udp-rate" if has_udp(defaults) => {
                 let text = cursor.value(flag)?;
                 let (datagrams, bytes) = match text.split_once(',') {
                     Some((d, b)) => (d, Some(b)),
@@ -374,6 +385,30 @@ mod tests {
             Parsed::Run(o) => Ok(o),
             Parsed::Help => Err("help".into()),
         }
+    }
+
+    #[test]
+    fn only_the_gameserver_takes_and_lists_the_udp_rate() {
+        let game = ServerDefaults {
+            kind: "gameserver",
+            port: 6581,
+            http_port: 8581,
+        };
+        let args: Vec<String> = ["--udp-rate", "50,9000"].map(String::from).to_vec();
+        match parse_common(&args, &game, |_, _| Ok(false)) {
+            Ok(Parsed::Run(o)) => {
+                assert_eq!(o.limits.udp_datagrams_per_sec, 50);
+                assert_eq!(o.limits.udp_bytes_per_sec, 9000);
+            }
+            _ => panic!("the gameserver takes --udp-rate"),
+        }
+        assert!(common_usage(&game).contains("--udp-rate"));
+        // A slotserver has no UDP port: the option is unknown there, and not listed.
+        assert_eq!(
+            parse(&["--udp-rate", "50"]).err().as_deref(),
+            Some("unknown option '--udp-rate'")
+        );
+        assert!(!common_usage(&D).contains("--udp-rate"));
     }
 
     #[test]
