@@ -10,9 +10,15 @@ use crate::subsystem::Subsystem;
 
 pub fn help(_sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> NetResult<String> {
     if args.is_empty() {
+        // A usage too long for the column gets its summary on the next line, in the column.
+        const COLUMN: usize = 44;
         let mut out = String::from("commands:\n");
         for c in COMMANDS.iter().chain(std::iter::once(&BACKEND_OPTION)) {
-            let _ = writeln!(out, "  {:<44} {}", c.usage, c.summary);
+            if c.usage.len() > COLUMN {
+                let _ = writeln!(out, "  {}\n  {:COLUMN$} {}", c.usage, "", c.summary);
+            } else {
+                let _ = writeln!(out, "  {:<COLUMN$} {}", c.usage, c.summary);
+            }
         }
         return Ok(out.trim_end().to_string());
     }
