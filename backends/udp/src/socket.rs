@@ -339,8 +339,14 @@ impl UdpSocket {
             match local::source_towards(dest) {
                 Ok(source) => source,
                 Err(e) => {
+                    // Discovery on a host without a default route: say what to do.
+                    let hint = if dest.ip() == IpAddr::V4(std::net::Ipv4Addr::BROADCAST) {
+                        " (no default route for broadcast discovery: set net.udp.broadcast to the subnet's broadcast address, e.g. 10.0.0.255, or connect HOST:PORT)"
+                    } else {
+                        ""
+                    };
                     let msg = format!(
-                        "udp: no route to {}: {}",
+                        "udp: no route to {}: {}{hint}",
                         display(dest),
                         oserr::describe(&e)
                     );
