@@ -5,7 +5,8 @@
  * still arrives after it, and a new one makes the round trip.
  *
  *   usage: bad_backends KIND=PATH ...
- *   KIND:  missing | notlib | noentry | nullentry | newer | small | nullsend | openfails
+ *   KIND:  missing | notlib | noentry | nullentry | newer | small | nullsend | openfails |
+ *          opennosocket
  *
  * Exit status 0 only if every check passed.
  */
@@ -38,6 +39,8 @@ static const struct bad_kind KINDS[] = {
     {"nullsend", NET_ERR_BACKEND_LOAD, "no 'send' function"},
     /* open_fails.c's open writes this reason and returns NET_BACKEND_ERR_UNSUPPORTED. */
     {"openfails", NET_ERR_BACKEND_LOAD, "never opens a socket"},
+    /* open_no_socket.c's open returns NET_BACKEND_OK with a NULL socket. */
+    {"opennosocket", NET_ERR_BACKEND_LOAD, "said OK but gave no socket"},
 };
 
 static const struct bad_kind *find_kind(const char *kind, size_t len)

@@ -87,5 +87,6 @@ pub fn bad_backends() -> Vec<BadBackend> {
         built("small", "vtable_small"),
         built("nullsend", "null_send"),
         built("openfails", "open_fails"),
+        built("opennosocket", "open_no_socket"),
     ]
 }

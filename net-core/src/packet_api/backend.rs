@@ -206,7 +206,9 @@ impl Backend {
                 .to_string_lossy()
                 .trim()
                 .to_string();
-            let reason = if reason.is_empty() {
+            let reason = if rc == abi::NET_BACKEND_OK {
+                "its open said OK but gave no socket (a bug in the backend)".to_string()
+            } else if reason.is_empty() {
                 describe_backend_code(rc).to_string()
             } else {
                 reason
