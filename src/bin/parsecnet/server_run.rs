@@ -104,7 +104,11 @@ pub fn print_stopped(what: &str, summary: &RunSummary) {
         .filter(|(_, v)| *v > 0)
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
-    println!("{what} stopped; {}", counted.join(" "));
+    if counted.is_empty() {
+        println!("{what} stopped; nothing was counted (no connections)");
+    } else {
+        println!("{what} stopped; {}", counted.join(" "));
+    }
     for line in &summary.status {
         println!("  {line}");
     }
