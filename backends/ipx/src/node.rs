@@ -113,9 +113,23 @@ fn parse_hex<const N: usize>(text: &str, what: &str) -> Result<[u8; N], String> 
     Ok(out)
 }
 
+/// A number of `N` bytes written as 1 to `2 * N` hexadecimal digits (`0` is network
+/// 00000000, as `net.ipx.network` takes it).
+fn parse_hex_number<const N: usize>(text: &str, what: &str) -> Result<[u8; N], String> {
+    if text.is_empty() || text.len() > 2 * N || !text.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "{what} \"{text}\" is not 1-{} hexadecimal digits",
+            2 * N
+        ));
+    }
+    let padded = format!("{text:0>width$}", width = 2 * N);
+    parse_hex::<N>(&padded, what)
+}
+
 /// Parse `NNNNNNNN:AABBCCDDEEFF:SSSS` or `NNNNNNNN:AABBCCDDEEFF` (then the socket is
-/// `default_socket`, or [`DEFAULT_SOCKET`] when that is 0). Hexadecimal in either case;
-/// surrounding whitespace is ignored; socket 0000 is refused (it cannot be addressed).
+/// `default_socket`, or [`DEFAULT_SOCKET`] when that is 0). Hexadecimal in either case; the
+/// network and socket may drop leading zeros (`0:AABBCCDDEEFF:4000`), the node is always 12
+/// digits; surrounding whitespace is ignored; socket 0000 is refused (it cannot be addressed).
 /// Returns a short reason on failure.
 pub fn parse(text: &str, default_socket: u16) -> Result<NET_Node, String> {
     let text = text.trim();
@@ -135,10 +149,10 @@ pub fn parse(text: &str, default_socket: u16) -> Result<NET_Node, String> {
             ))
         }
     };
-    let network = parse_hex::<4>(network, "network")?;
+    let network = parse_hex_number::<4>(network, "network")?;
     let node = parse_hex::<6>(node, "node")?;
     let socket = match socket {
-        Some(s) => u16::from_be_bytes(parse_hex::<2>(s, "socket")?),
+        Some(s) => u16::from_be_bytes(parse_hex_number::<2>(s, "socket")?),
         None if default_socket == 0 => DEFAULT_SOCKET,
         None => default_socket,
     };
@@ -196,6 +210,16 @@ mod tests {
         assert_eq!(parse("0000ABCD:02005E1020FF", 0), Ok(n)); // DEFAULT_SOCKET
         let other = parse("0000ABCD:02005E1020FF", 0x4000).unwrap();
         assert_eq!(decode(&other).unwrap().socket, 0x4000);
+        // Leading zeros of the network and socket may be left out, as net.ipx.network allows.
+        assert_eq!(parse("ABCD:02005E1020FF:869C", 0), Ok(n));
+        let zero = decode(&parse("0:02005E1020FF:4000", 0).unwrap()).unwrap();
+        assert_eq!((zero.network, zero.socket), ([0; 4], 0x4000));
+        assert_eq!(
+            decode(&parse("0:02005E1020FF:1", 0).unwrap())
+                .unwrap()
+                .socket,
+            1
+        );
     }
 
     #[test]
@@ -205,13 +229,15 @@ mod tests {
             "   ",
             "0000ABCD",
             "0000ABCD:02005E1020FF:869C:1",
-            "ABCD:02005E1020FF:869C",
+            "100000000:02005E1020FF:869C",
             "0000ABCD:02:00:5E:10:20:FF:869C",
             "0000ABCD:02005E1020F:869C",
             "0000ABCD:02005E1020FFF:869C",
             "0000ABCG:02005E1020FF:869C",
-            "0000ABCD:02005E1020FF:86",
+            "0000ABCD:02005E1020FF:869C0",
             "0000ABCD:02005E1020FF:0000",
+            "0000ABCD:02005E1020FF:0",
+            "0000ABCD:02005E1020FF:",
             "0000ABCD:02005E1020FF:+69C",
             "+000ABCD:02005E1020FF:869C",
             "0000ABCD::869C",

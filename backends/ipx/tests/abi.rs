@@ -57,10 +57,12 @@ fn node_text_round_trips_through_the_abi() {
     assert_eq!(parse("0000ABCD:021A0000000A", 0), Ok(n));
     let other = parse("0000ABCD:021A0000000A", 0x4000).unwrap();
     assert_eq!(print(&other).unwrap(), "0000ABCD:021A0000000A:4000");
+    // Leading zeros of the network may be left out.
+    assert_eq!(parse("ABCD:021A0000000A:869C", 0), Ok(n));
     for bad in [
         "",
         "0000ABCD",
-        "ABCD:021A0000000A:869C",
+        "100000000:021A0000000A:869C",
         "0000ABCD:02:1a:00:00:00:0a:869C",
         "0000ABCD:021A0000000A:0000",
         "0000ABCD:021A0000000A:869C:",
@@ -141,7 +143,11 @@ fn unsupported_system_says_so() {
 fn a_refused_node_text_is_explained() {
     let good = "00000000:021A0000000A:869C";
     for (bad, why) in [
-        ("12:34", "network \"12\" is not 8 hexadecimal digits"),
+        ("12:34", "node \"34\" is not 12 hexadecimal digits"),
+        (
+            "123456789:021A0000000A",
+            "network \"123456789\" is not 1-8 hexadecimal digits",
+        ),
         (
             "00000000:021A0000000A:0000",
             "socket 0000 cannot be addressed",
