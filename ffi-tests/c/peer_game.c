@@ -12,8 +12,8 @@
  * Usage:
  *   peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]
  *             [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]
- *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]
- *   peer_game --play FILE [--duration MS] [--frame-ms MS]
+ *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS] [--lookups]
+ *   peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]
  *
  *   --exec LINE     a console line run after NET_Init, before connecting (repeatable), e.g.
  *                   "net.udp.bind 127.0.0.1", "net.port 7000", "record /tmp/x.demo"
@@ -51,6 +51,8 @@
  *                   custom event type 600 with the series number n (0, 1, ...; 4 bytes
  *                   little-endian) followed by this game's name; a number that the library
  *                   refuses (rc < 0, e.g. while not connected) is tried again next time
+ *   --lookups       after every EVENT line, a LOOKUP line: what the lookups answer while the
+ *                   game handles that event
  *
  * Output, one line each (flushed); strings are quoted, with \" \\ and \xNN escapes:
  *   EXEC rc=RC line="LINE" reply="REPLY"          every console line run
@@ -58,6 +60,14 @@
  *   EVENT type=NAME player=P object=O class=C target=T flags=F list=L custom=U
  *         pos=X,Y,Z dir=X,Y,Z orient=X,Y,Z,W data=HEX text="TEXT"
  *                                                 every polled event (floats with %g)
+ *   LOOKUP player=P [player_name="NAME"|none player_state=RC] own=S [own_name="NAME"|none
+ *          own_state=RC own_marker=yes|no] owner=O
+ *                                                 --lookups: NET_FetchPlayerName and
+ *                                                 NET_GetPlayerState of the event's player and of
+ *                                                 the own slot (the bracketed part only for a slot
+ *                                                 0-15; own_marker: the state carries a ship
+ *                                                 marker, whatever its frame), NET_FetchOwner of
+ *                                                 the event's object (-9 without one)
  *   SUMMARY mode=live|play slot=S name="NAME" frames=F callback_calls=N reentry=RC
  *           complete=yes|no
  *   PLAYER slot=S name="NAME" state=ok|err(RC) marker=ok|none|bad(REASON) frame=F pos=X,Y,Z
@@ -141,6 +151,7 @@ struct options {
     int hostile_callback;
     int control;      /* --control: lines from stdin */
     long series_ms;   /* --series-ms */
+    int lookups;      /* --lookups: a LOOKUP line after every EVENT line */
     double near;      /* --near D; < 0 when not given */
 };
 
@@ -510,6 +521,45 @@ static void note_event(struct game *g, const NET_Event *e)
     }
 }
 
+/* One slot's part of a LOOKUP line: its name and state result, and with `marker` whether the
+ * state carries a ship marker. */
+static void print_slot_lookup(const char *who, int32_t slot, int marker)
+{
+    const char *name;
+    NET_ShipState state;
+    int32_t rc;
+
+    printf(" %s=%d", who, (int)slot);
+    if (slot < 0 || slot >= MAX_SLOTS) {
+        return;
+    }
+    name = NET_FetchPlayerName(slot);
+    printf(" %s_name=", who);
+    if (name == NULL) {
+        printf("none");
+    } else {
+        print_quoted(name, (size_t)-1);
+    }
+    rc = NET_GetPlayerState(slot, &state);
+    printf(" %s_state=%d", who, (int)rc);
+    if (marker) {
+        printf(" %s_marker=%s", who,
+               rc == NET_OK && memcmp(state.game, "PSEC", 4) == 0 ? "yes" : "no");
+    }
+}
+
+/* --lookups: what the game's lookups answer while it handles event `e` (after note_event, so
+ * the own slot of a CONNECTED event is known). Only answers that do not depend on which frame a
+ * state came in: demo playback runs its own frames. */
+static void print_lookups(const struct game *g, const NET_Event *e)
+{
+    printf("LOOKUP");
+    print_slot_lookup("player", e->player_id, 0);
+    print_slot_lookup("own", g->slot, 1);
+    printf(" owner=%d\n", e->object_id != 0 ? (int)NET_FetchOwner(e->object_id) : -9);
+    fflush(stdout);
+}
+
 /* Poll and print every waiting event. Returns how many there were. */
 static int poll_events(struct game *g)
 {
@@ -520,6 +570,9 @@ static int poll_events(struct game *g)
     while ((rc = NET_PollEvent(&e)) == 1) {
         print_event(&e);
         note_event(g, &e);
+        if (g->opt.lookups) {
+            print_lookups(g, &e);
+        }
         count++;
     }
     if (rc < 0) {
@@ -984,7 +1037,8 @@ static int usage(const char *why)
             "usage: peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]\n"
             "                 [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]\n"
             "                 [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]\n"
-            "       peer_game --play FILE [--duration MS] [--frame-ms MS]\n",
+            "                 [--lookups]\n"
+            "       peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]\n",
             why);
     return 2;
 }
@@ -1056,6 +1110,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(arg, "--control") == 0) {
             opt->control = 1;
+            continue;
+        }
+        if (strcmp(arg, "--lookups") == 0) {
+            opt->lookups = 1;
             continue;
         }
         if (value == NULL) {

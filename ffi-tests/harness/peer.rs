@@ -443,6 +443,8 @@ impl Summary {
 pub struct Report {
     /// The `EVENT` lines exactly as printed.
     pub event_lines: Vec<String>,
+    /// The `LOOKUP` lines (`--lookups`) exactly as printed.
+    pub lookup_lines: Vec<String>,
     pub events: Vec<Event>,
     pub summary: Option<Summary>,
     /// `(frames, callback_calls)` of the `END` line (a live game that ran to its end).
@@ -616,6 +618,7 @@ pub fn parse(stdout: &str) -> Report {
                 get(&f, "reply").to_string(),
             )),
             "ACT" => report.acts.push(rest.to_string()),
+            "LOOKUP" => report.lookup_lines.push(line.to_string()),
             _ => {}
         }
     }

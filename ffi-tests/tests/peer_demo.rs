@@ -4,7 +4,9 @@
 //! demo. They must be exactly the `EVENT` lines bob printed live, in the same order with the same
 //! fields; playback must end by itself (afterwards `stop` finds nothing playing), take about as
 //! long as the recording, and while it plays the player views (`NET_FetchPlayerName`,
-//! `NET_GetPlayerState`, `NET_FetchOwner`) must show alice as bob saw her.
+//! `NET_GetPlayerState`, `NET_FetchOwner`) must show alice as bob saw her. Both print what those
+//! lookups answer at each event (`--lookups`: the event's player, bob's own slot, the event's
+//! object), which must be what bob saw live too.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -52,7 +54,12 @@ fn a_recorded_c_session_plays_back_identically() {
     let dir = DemoDir::new();
     let file = dir.0.join("bob.demo");
     let record = format!("record {}", file.display());
-    let runs = two_loopback_games(&program, false, std::slice::from_ref(&record), &[]);
+    let runs = two_loopback_games(
+        &program,
+        false,
+        std::slice::from_ref(&record),
+        &["--lookups"],
+    );
     let slots = check_all_met(&runs);
     let (alice, bob) = (&runs[0], &runs[1]);
     let alice_slot = slots[0];
@@ -97,7 +104,7 @@ fn a_recorded_c_session_plays_back_identically() {
     command
         .arg("--play")
         .arg(&file)
-        .args(["--duration", "30000"]);
+        .args(["--duration", "30000", "--lookups"]);
     let out = run(command, PLAY_TIMEOUT);
     out.assert_success("peer_game --play");
     assert!(
@@ -115,6 +122,19 @@ fn a_recorded_c_session_plays_back_identically() {
             shown(&live.event_lines),
             played.event_lines.len(),
             shown(&played.event_lines),
+            out.transcript()
+        );
+    }
+    if live.lookup_lines.len() != live.event_lines.len() {
+        bob.fail("did not print a LOOKUP line after every event");
+    }
+    if played.lookup_lines != live.lookup_lines {
+        let shown = |lines: &[String]| lines.join("\n");
+        panic!(
+            "the lookups during playback answered otherwise than bob's live\n--- live ---\n{}\n\
+             --- played ---\n{}\n{}",
+            shown(&live.lookup_lines),
+            shown(&played.lookup_lines),
             out.transcript()
         );
     }

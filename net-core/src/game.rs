@@ -4,68 +4,29 @@
 //!
 //! During playback the game sees the recorded stream through the same queue and the same
 //! player views (`player_name`, `player_state`, `owner_of`) it uses live; nothing here knows
-//! which protocol produced the events.
+//! which protocol produced the events. So that the views of its own slot and objects play back
+//! too, a recording also holds the game's own player (slot, name), its own ship state and the
+//! objects it created and killed, each once per frame as of the frame's start (see
+//! `record_own_changes`).
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::demo::{DemoItem, DemoPlayer, DemoRecorder, DemoSummary};
+use crate::demo::{DemoItem, DemoPlayer, DemoRecorder, DemoSummary, OwnPlayer, PlaybackWorld};
 use crate::error::{ErrorCode, NetError, NetResult};
-use crate::rmev::{PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
-use crate::session::{GameEvent, ObjectOwners};
+use crate::rmev::{PlayerName, ShipState};
+use crate::session::GameEvent;
 
 /// Most events kept for a game that does not poll; the oldest are dropped (and counted).
 const EVENT_QUEUE_LIMIT: usize = 65_536;
 
+/// Most own object creations and kills kept for the next frame's records (a game that queues
+/// more between two frames loses the oldest from its recording, with a warning).
+const OWN_OBJECTS_LIMIT: usize = 65_536;
+
 /// Asked for an object's current position right before a time-critical event is sent.
 pub type PositionCallback = Box<dyn FnMut(u32) -> Option<[f32; 3]> + Send>;
-
-/// What the game sees of the other players while a demo plays.
-#[derive(Default)]
-struct PlaybackWorld {
-    names: [Option<PlayerName>; MAX_SLOTS],
-    states: [Option<ShipState>; MAX_SLOTS],
-    owners: ObjectOwners,
-}
-
-impl PlaybackWorld {
-    fn apply(&mut self, item: &DemoItem) {
-        match item {
-            DemoItem::State { slot, state } => {
-                if let Some(s) = self.states.get_mut(*slot as usize) {
-                    *s = Some(*state);
-                }
-            }
-            DemoItem::Event(event) => match event {
-                GameEvent::PlayerConnected { slot, name }
-                | GameEvent::PlayerName { slot, name } => {
-                    if let Some(n) = self.names.get_mut(*slot as usize) {
-                        *n = Some(*name);
-                    }
-                }
-                GameEvent::PlayerDisconnected { slot, .. } => {
-                    if let Some(n) = self.names.get_mut(*slot as usize) {
-                        *n = None;
-                    }
-                    if let Some(s) = self.states.get_mut(*slot as usize) {
-                        *s = None;
-                    }
-                    self.owners.forget_slot(*slot);
-                }
-                GameEvent::Remote { slot, event } => {
-                    if let Some(id) = event.object_id() {
-                        match event {
-                            RemoteEvent::KillObject { .. } => self.owners.killed(id),
-                            _ => self.owners.created(id, *slot),
-                        }
-                    }
-                }
-                _ => {}
-            },
-        }
-    }
-}
 
 /// Counters of the game interface shown by `status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,6 +48,14 @@ pub struct GameInterface {
     /// Whether the game sees the demo's players (from `play` until `stop`, also after the
     /// demo ended, so the last events can still be looked up).
     playback_view: bool,
+    /// The live game's own slot, from its Connected event to its Disconnected event.
+    own_slot: Option<u8>,
+    /// The own name and ship state as the recording holds them last (while in a game).
+    recorded_own: Option<(PlayerName, ShipState)>,
+    /// Objects the game created (true) or killed since the frame started, for the recording.
+    own_objects: VecDeque<(u32, bool)>,
+    /// Of those, how many were dropped (over `OWN_OBJECTS_LIMIT`).
+    own_objects_dropped: u64,
     stats: GameStats,
 }
 
@@ -109,6 +78,10 @@ impl Default for GameInterface {
             player: None,
             playback: PlaybackWorld::default(),
             playback_view: false,
+            own_slot: None,
+            recorded_own: None,
+            own_objects: VecDeque::new(),
+            own_objects_dropped: 0,
             stats: GameStats::default(),
         }
     }
@@ -155,12 +128,98 @@ impl GameInterface {
     /// An event from the live protocol: recorded if recording, then queued for the game.
     /// Live events are not shown while a demo plays (the game sees the demo).
     pub fn deliver(&mut self, now: Instant, event: GameEvent) {
+        match event {
+            GameEvent::Connected { slot } => self.own_slot = Some(slot),
+            GameEvent::Disconnected { .. } => {
+                self.own_slot = None;
+                self.own_objects.clear();
+            }
+            _ => {}
+        }
         if self.recorder.is_some() {
             self.record(now, DemoItem::Event(event.clone()));
+            match event {
+                GameEvent::Connected { .. } => self.record_own_player(now),
+                GameEvent::Disconnected { .. } => self.recorded_own = None,
+                _ => {}
+            }
         }
         if self.player.is_none() {
             self.queue(event);
         }
+    }
+
+    /// The game created (`created`) or killed an object through the live session; recorded with
+    /// the next frame (`record_own_changes`).
+    pub fn note_own_object(&mut self, object_id: u32, created: bool) {
+        if self.recorder.is_none() || self.own_slot.is_none() {
+            return;
+        }
+        if self.own_objects.len() >= OWN_OBJECTS_LIMIT {
+            self.own_objects.pop_front();
+            self.own_objects_dropped += 1;
+        }
+        self.own_objects.push_back((object_id, created));
+    }
+
+    /// At the start of every frame, while recording in a game: record what the game changed of
+    /// its own since the last frame (the objects it created and killed, its name, its ship
+    /// state), so the played frame's lookups answer as the live ones did. A game polls the
+    /// frame's events after these changes, so they are recorded at the frame's time, before
+    /// its events.
+    pub fn record_own_changes(&mut self, now: Instant) {
+        let slot = match self.own_slot {
+            Some(slot) if self.recorder.is_some() => slot,
+            _ => {
+                self.own_objects.clear();
+                self.own_objects_dropped = 0;
+                return;
+            }
+        };
+        if self.own_objects_dropped > 0 {
+            log::warn!(
+                "demo: {} objects created or killed in one frame were not recorded (at most {OWN_OBJECTS_LIMIT})",
+                std::mem::take(&mut self.own_objects_dropped)
+            );
+        }
+        while let Some((object_id, created)) = self.own_objects.pop_front() {
+            self.record(now, DemoItem::OwnObject { object_id, created });
+        }
+        let Some((name, state)) = self.recorded_own else {
+            self.record_own_player(now);
+            return;
+        };
+        if name != self.name {
+            self.record(now, own_player(slot, self.name));
+        }
+        if state != self.local_state {
+            self.record(
+                now,
+                DemoItem::State {
+                    slot,
+                    state: self.local_state,
+                },
+            );
+        }
+        self.recorded_own = Some((self.name, self.local_state));
+    }
+
+    /// Record the own player as it is: out of a game, or its slot, name and ship state.
+    fn record_own_player(&mut self, now: Instant) {
+        let Some(slot) = self.own_slot else {
+            self.record(now, DemoItem::OwnPlayer(None));
+            self.recorded_own = None;
+            return;
+        };
+        self.record(now, own_player(slot, self.name));
+        self.record(
+            now,
+            DemoItem::State {
+                slot,
+                state: self.local_state,
+            },
+        );
+        self.recorded_own = Some((self.name, self.local_state));
     }
 
     /// A live remote state update: recorded if recording.
@@ -227,6 +286,8 @@ impl GameInterface {
             ));
         }
         self.recorder = Some(DemoRecorder::create(path, now)?);
+        self.own_objects.clear();
+        self.record_own_player(now);
         Ok(format!("recording to {}", path.display()))
     }
 
@@ -322,17 +383,23 @@ impl GameInterface {
         self.player.as_ref()?.poll_timeout()
     }
 
-    /// A player's name as the demo being played shows it.
+    /// A player's name as the demo being played shows it (this game's own name stands in for
+    /// the recording game's in a file that does not hold it).
     pub fn playback_name(&self, slot: u8) -> Option<PlayerName> {
-        self.playback.names.get(slot as usize).copied().flatten()
+        self.playback.name(slot, &self.name)
     }
 
-    /// A player's state as the demo being played shows it.
-    pub fn playback_state(&self, slot: u8) -> Option<ShipState> {
-        self.playback.states.get(slot as usize).copied().flatten()
+    /// A player's state as the demo being played shows it (errors as live: see
+    /// [`PlaybackWorld::state`]).
+    pub fn playback_state(&self, slot: u8) -> NetResult<ShipState> {
+        self.playback.state(slot)
     }
 
     pub fn playback_owner(&self, object_id: u32) -> Option<u8> {
-        self.playback.owners.owner(object_id)
+        self.playback.owner(object_id)
     }
+}
+
+fn own_player(slot: u8, name: PlayerName) -> DemoItem {
+    DemoItem::OwnPlayer(Some(OwnPlayer { slot, name }))
 }

@@ -1,9 +1,12 @@
 //! Demo files end to end: every item kind recorded to a real file and played back with virtual
 //! time (no sleeping), damaged files (cut at every byte, a flipped byte in every position of a
-//! record, data after the end), bad headers, unwritable paths and I/O errors while recording.
+//! record, data after the end), bad headers, unwritable paths and I/O errors while recording;
+//! and what a played demo answers the game's lookups (`player_name`, `player_state`,
+//! `owner_of`) at each event, against a live game of two instances on UDP loopback in this
+//! process, and for a file recorded before the own-player records.
 //!
-//! These tests must never sleep, never leave files behind, and never write outside the
-//! system's temp directory.
+//! These tests must never sleep (the live game waits on its sockets), never leave files behind,
+//! and never write outside the system's temp directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -11,14 +14,14 @@ use std::time::{Duration, Instant};
 
 use net_core::demo::{
     decode_demo, encode_end, encode_header, encode_item, DemoItem, DemoPlayer, DemoRecorder,
-    HEADER_LEN, MAX_STRING_LEN,
+    OwnPlayer, HEADER_LEN, MAX_STRING_LEN,
 };
 use net_core::rmev::{
     ChatText, ConnectRequest, CustomData, PlayerListEntry, PlayerName, RemoteEvent, ShipState,
     GAME_AREA_LEN,
 };
 use net_core::session::events::GameEvent;
-use net_core::{ErrorCode, Node};
+use net_core::{ErrorCode, Node, Subsystem};
 
 /// A temp file path unique to this process and call, removed when dropped.
 struct TempPath(PathBuf);
@@ -154,7 +157,20 @@ fn remote_events() -> Vec<RemoteEvent> {
 /// Every game event variant (every remote event inside `Remote`) and some states.
 fn all_items() -> Vec<DemoItem> {
     let mut items = vec![
+        DemoItem::OwnPlayer(None),
         DemoItem::Event(GameEvent::Connected { slot: 3 }),
+        DemoItem::OwnPlayer(Some(OwnPlayer {
+            slot: 3,
+            name: name("Own"),
+        })),
+        DemoItem::OwnObject {
+            object_id: 1,
+            created: true,
+        },
+        DemoItem::OwnObject {
+            object_id: u32::MAX,
+            created: false,
+        },
         DemoItem::Event(GameEvent::PlayerConnected {
             slot: 0,
             name: name("Alpha"),
@@ -436,6 +452,20 @@ fn encode_item_leaves_the_buffer_unchanged_on_error() {
     .expect_err("time beyond u64 microseconds");
     assert_eq!(err.code, ErrorCode::TooLarge);
     assert_eq!(out, vec![1, 2, 3]);
+    for bad in [
+        DemoItem::OwnObject {
+            object_id: 0,
+            created: true,
+        },
+        DemoItem::OwnPlayer(Some(OwnPlayer {
+            slot: 16,
+            name: name("x"),
+        })),
+    ] {
+        let err = encode_item(Duration::ZERO, &bad, &mut out).expect_err("invalid");
+        assert_eq!(err.code, ErrorCode::InvalidArgument, "{bad:?}");
+        assert_eq!(out, vec![1, 2, 3]);
+    }
 }
 
 #[test]
@@ -606,6 +636,18 @@ fn semantic_errors_inside_a_valid_crc_are_caught() {
             "time goes backwards in record at byte 38",
         ),
         (record(10, 1, &[1, 0]), "1 bytes after the record's fields"),
+        (
+            record(10, 14, &[2]),
+            "bad in-game flag 2 (must be 0 or 1) at byte 51",
+        ),
+        (record(10, 14, &[0, 1]), "1 bytes after the record's fields"),
+        (record(10, 14, &[1, 16, 0]), "bad slot 16 at byte 52"),
+        (record(10, 14, &[1, 3]), "shorter than its fields"),
+        (record(10, 15, &[0, 0, 0, 0, 1]), "object id 0 at byte 51"),
+        (
+            record(10, 15, &[0, 0, 0, 5, 2]),
+            "bad created flag 2 (must be 0 or 1) at byte 55",
+        ),
         (record(10, 1, &[]), "shorter than its fields"),
         (
             record(10, 9, &[0, 2, 0xff, 0xfe]),
@@ -839,4 +881,342 @@ fn an_empty_recording_plays_nothing() {
     assert_eq!(player.poll_timeout(), None);
     assert_eq!(player.poll(start + Duration::from_secs(1)), None);
     assert_eq!(player.items_total(), 0);
+}
+
+// ----- what the game looks up while a demo plays --------------------------------------------
+
+/// What a game sees when it handles one event and looks things up: the event, every slot's
+/// name and ship state (`NET_FetchPlayerName`, `NET_GetPlayerState`), and the owner of every
+/// object of the test (`NET_FetchOwner`).
+#[derive(Debug, PartialEq)]
+struct Seen {
+    event: GameEvent,
+    names: Vec<Option<String>>,
+    states: Vec<Result<ShipState, ErrorCode>>,
+    owners: Vec<(u32, Option<u8>)>,
+}
+
+/// The objects the two players of the live game create and kill.
+const OBJECTS: [u32; 3] = [500, 501, 700];
+
+/// Poll every waiting event of `sub`, looking everything up at each.
+fn poll_and_look_up(sub: &mut Subsystem, into: &mut Vec<Seen>) {
+    while let Some(event) = sub.poll_event() {
+        into.push(Seen {
+            event,
+            names: (0..16)
+                .map(|s| sub.player_name(s).map(|n| n.to_string()))
+                .collect(),
+            states: (0..16)
+                .map(|s| sub.player_state(s).map_err(|e| e.code))
+                .collect(),
+            owners: OBJECTS.iter().map(|&id| (id, sub.owner_of(id))).collect(),
+        });
+    }
+}
+
+fn console(sub: &mut Subsystem, line: &str) -> String {
+    let reply = sub.console_exec(line, Instant::now());
+    assert!(reply.result.is_ok(), "{line}: {}", reply.output);
+    reply.output
+}
+
+/// A game on UDP loopback with fast peer timings; returns it and its address.
+fn loopback_game(player: &str) -> (Subsystem, String) {
+    let mut sub = Subsystem::new();
+    for line in [
+        "net.udp.bind 127.0.0.1",
+        "net.udp.ipv6 0",
+        "net.port 0",
+        "net.api udp",
+        "net.peer.connect_interval 40",
+        "net.peer.slot_interval 60",
+        "net.peer.reply_wait 20",
+    ] {
+        console(&mut sub, line);
+    }
+    console(&mut sub, &format!("name {player}"));
+    let node = sub.local_node().expect("local node");
+    let text = sub.print_node(&node).expect("node text");
+    let port = text.rsplit(':').next().expect("a port").to_string();
+    (sub, format!("127.0.0.1:{port}"))
+}
+
+/// The ship of a player at frame `frame` (`base` tells the players apart).
+fn flying(base: f32, frame: u32) -> ShipState {
+    ShipState {
+        pos: [base + frame as f32, base, -(frame as f32)],
+        orient: [0.0, 0.0, 0.0, 1.0],
+        ..ShipState::default()
+    }
+}
+
+/// The live game of `a_played_demo_answers_every_lookup_as_the_live_game_did`: alice records,
+/// bob plays with her. Each frame both set their ship state (alice's first only once she is
+/// connected, so her own slot shows her state before it moved), run their frame and alice
+/// handles her events. `step` runs between frames until it returns true.
+struct LiveGame {
+    alice: Subsystem,
+    bob: Subsystem,
+    frame: u32,
+    seen: Vec<Seen>,
+    bob_events: Vec<GameEvent>,
+}
+
+impl LiveGame {
+    fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut LiveGame) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "live game: {what}: {:#?}",
+                self.seen
+            );
+            self.frame += 1;
+            let alice_in_game = self
+                .seen
+                .iter()
+                .any(|s| matches!(s.event, GameEvent::Connected { .. }));
+            if alice_in_game {
+                self.alice
+                    .set_local_state(flying(1000.0, self.frame))
+                    .expect("state");
+            }
+            self.bob
+                .set_local_state(flying(2000.0, self.frame))
+                .expect("state");
+            self.alice.maintain(Instant::now());
+            poll_and_look_up(&mut self.alice, &mut self.seen);
+            self.bob.maintain(Instant::now());
+            while let Some(event) = self.bob.poll_event() {
+                self.bob_events.push(event);
+            }
+            // Waiting on the sockets, not sleeping: a datagram ends the wait at once.
+            let _ = self.alice.wait(Duration::from_millis(1));
+            let _ = self.bob.wait(Duration::from_millis(1));
+        }
+    }
+
+    fn alice_has(&self, event: impl Fn(&GameEvent) -> bool) -> bool {
+        self.seen.iter().any(|s| event(&s.event))
+    }
+}
+
+fn slot_in(events: impl IntoIterator<Item = GameEvent>) -> Option<u8> {
+    events.into_iter().find_map(|e| match e {
+        GameEvent::Connected { slot } => Some(slot),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_played_demo_answers_every_lookup_as_the_live_game_did() {
+    let path = TempPath::new("lookups");
+    let (mut alice, alice_addr) = loopback_game("alice");
+    let (mut bob, bob_addr) = loopback_game("bob");
+    console(&mut alice, &format!("record {}", path.0.display()));
+    console(&mut alice, &format!("connect {bob_addr}"));
+    console(&mut bob, &format!("connect {alice_addr}"));
+    let mut live = LiveGame {
+        alice,
+        bob,
+        frame: 0,
+        seen: Vec::new(),
+        bob_events: Vec::new(),
+    };
+    live.run_until("both connect", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            && slot_in(g.bob_events.iter().cloned()).is_some()
+    });
+    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
+    console(&mut live.alice, "join");
+    console(&mut live.bob, "join");
+    live.run_until("bob's ship arrives", |g| {
+        g.alice
+            .player_state(bob_slot)
+            .is_ok_and(|s| s.pos[1] == 2000.0)
+    });
+
+    // Both create objects; each kills one of the other's; both rename themselves.
+    live.bob
+        .queue_remote_event(RemoteEvent::CreateObject {
+            object_id: 500,
+            class: 1,
+            pos: [1.0, 2.0, 3.0],
+            orient: [0.0, 0.0, 0.0, 1.0],
+            flags: 0,
+        })
+        .expect("bob's object");
+    live.bob
+        .queue_remote_event(RemoteEvent::CreateLaser {
+            object_id: 501,
+            class: 2,
+            pos: [1.0, 2.0, 3.0],
+            dir: [0.0, 0.0, 1.0],
+        })
+        .expect("bob's laser");
+    live.alice
+        .queue_remote_event(RemoteEvent::CreateObject {
+            object_id: 700,
+            class: 3,
+            pos: [4.0, 5.0, 6.0],
+            orient: [0.0, 0.0, 0.0, 1.0],
+            flags: 0,
+        })
+        .expect("alice's object");
+    live.run_until("bob's laser arrives", |g| g.alice.owner_of(501).is_some());
+    live.alice
+        .queue_remote_event(RemoteEvent::KillObject {
+            object_id: 501,
+            list_id: 1,
+        })
+        .expect("alice kills the laser");
+    console(&mut live.alice, "name alicia");
+    live.bob
+        .queue_remote_event(RemoteEvent::KillObject {
+            object_id: 700,
+            list_id: 1,
+        })
+        .expect("bob kills alice's object");
+    console(&mut live.bob, "name bobby");
+    console(&mut live.bob, "say bye");
+    live.run_until("bob's goodbye arrives", |g| {
+        g.alice_has(|e| {
+            matches!(
+                e,
+                GameEvent::Remote {
+                    event: RemoteEvent::SendText(_),
+                    ..
+                }
+            )
+        }) && g.alice_has(|e| matches!(e, GameEvent::PlayerName { .. }))
+    });
+    console(&mut live.bob, "disconnect");
+    live.run_until("bob leaves", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+    });
+    console(&mut live.alice, "disconnect");
+    poll_and_look_up(&mut live.alice, &mut live.seen);
+    console(&mut live.alice, "stop");
+    let seen_live = live.seen;
+
+    // The live lookups cover what a demo must keep: alice's own slot with her name, her new name
+    // and her moving ship, bob's default state before his first, the owners of both players'
+    // objects and their kills, and nobody after alice left.
+    let alice_slot = slot_in(seen_live.iter().map(|s| s.event.clone())).expect("alice's slot");
+    let (a, b) = (usize::from(alice_slot), usize::from(bob_slot));
+    let first = &seen_live[0];
+    assert_eq!(first.event, GameEvent::Connected { slot: alice_slot });
+    assert_eq!(first.names[a].as_deref(), Some("alice"));
+    assert_eq!(first.states[a], Ok(ShipState::default()));
+    let bob_seated = seen_live
+        .iter()
+        .find(|s| matches!(s.event, GameEvent::PlayerConnected { .. }))
+        .expect("bob seated");
+    assert_eq!(bob_seated.states[b], Ok(ShipState::default()));
+    let seen_any = |f: &dyn Fn(&Seen) -> bool| seen_live.iter().any(f);
+    assert!(seen_any(&|s| s.names[a].as_deref() == Some("alicia")));
+    assert!(seen_any(
+        &|s| s.states[a].is_ok_and(|st| st.pos[1] == 1000.0)
+    ));
+    assert!(seen_any(&|s| s.owners.contains(&(700, Some(alice_slot)))));
+    assert!(seen_any(&|s| s.owners.contains(&(501, Some(bob_slot)))));
+    let last = seen_live.last().expect("events");
+    assert!(
+        matches!(last.event, GameEvent::Disconnected { .. }),
+        "{last:?}"
+    );
+    assert_eq!(last.states[a], Err(ErrorCode::NotConnected));
+    assert!(last.names.iter().all(Option::is_none));
+
+    // Played back in a fresh instance with virtual time: every due item at its time.
+    let mut player = Subsystem::new();
+    let start = Instant::now();
+    let reply = player.console_exec(&format!("play {}", path.0.display()), start);
+    assert!(reply.result.is_ok(), "{}", reply.output);
+    let mut seen_played = Vec::new();
+    while let Some(due) = player.next_wakeup() {
+        player.maintain(due);
+        poll_and_look_up(&mut player, &mut seen_played);
+    }
+    assert!(!player.game().is_playing());
+    for (i, (live, played)) in seen_live.iter().zip(&seen_played).enumerate() {
+        assert_eq!(
+            live, played,
+            "event {i}: live (left) and played back (right) differ"
+        );
+    }
+    assert_eq!(seen_live.len(), seen_played.len());
+}
+
+#[test]
+fn a_demo_without_own_player_records_still_plays_and_answers_lookups() {
+    // What a recorder wrote before kinds 14 and 15: the events and the remote states only.
+    let laser = RemoteEvent::CreateLaser {
+        object_id: 9,
+        class: 1,
+        pos: [0.0; 3],
+        dir: [0.0, 0.0, 1.0],
+    };
+    let items = [
+        DemoItem::Event(GameEvent::Connected { slot: 2 }),
+        DemoItem::Event(GameEvent::PlayerConnected {
+            slot: 5,
+            name: name("bob"),
+        }),
+        DemoItem::State {
+            slot: 5,
+            state: state(4.0),
+        },
+        DemoItem::Event(GameEvent::Remote {
+            slot: 5,
+            event: laser,
+        }),
+        DemoItem::Event(GameEvent::PlayerDisconnected {
+            slot: 5,
+            reason: "left".into(),
+        }),
+        DemoItem::Event(GameEvent::Disconnected {
+            reason: "bye".into(),
+        }),
+    ];
+    let ts: Vec<Duration> = (0..items.len() as u64).map(Duration::from_millis).collect();
+    let (bytes, _) = encode_demo(&items, &ts);
+    let path = TempPath::new("old");
+    std::fs::write(&path.0, bytes).expect("write");
+
+    let mut sub = Subsystem::new();
+    sub.set_player_name("carol").expect("name");
+    let start = Instant::now();
+    let reply = sub.console_exec(&format!("play {}", path.0.display()), start);
+    assert!(reply.result.is_ok(), "{}", reply.output);
+    let at = |sub: &mut Subsystem, ms: u64| {
+        sub.maintain(start + Duration::from_millis(ms));
+        while sub.poll_event().is_some() {}
+    };
+    let name_of = |sub: &Subsystem, slot: u8| sub.player_name(slot).map(|n| n.to_string());
+    let code = |sub: &Subsystem, slot: u8| sub.player_state(slot).err().map(|e| e.code);
+
+    at(&mut sub, 1);
+    // The file does not say the own name: the playing game's stands in; the ship has the
+    // state of one that has sent none, as bob's has until his first arrives.
+    assert_eq!(name_of(&sub, 2).as_deref(), Some("carol"));
+    assert_eq!(sub.player_state(2).expect("own slot"), ShipState::default());
+    assert_eq!(name_of(&sub, 5).as_deref(), Some("bob"));
+    assert_eq!(
+        sub.player_state(5).expect("bob seated"),
+        ShipState::default()
+    );
+    assert_eq!(code(&sub, 6), Some(ErrorCode::InvalidArgument));
+    at(&mut sub, 3);
+    assert_eq!(sub.player_state(5).expect("bob's state"), state(4.0));
+    assert_eq!(sub.owner_of(9), Some(5));
+    at(&mut sub, 4);
+    assert_eq!(name_of(&sub, 5), None);
+    assert_eq!(code(&sub, 5), Some(ErrorCode::InvalidArgument));
+    assert_eq!(sub.owner_of(9), None);
+    at(&mut sub, 5);
+    assert_eq!(name_of(&sub, 2), None);
+    assert_eq!(code(&sub, 2), Some(ErrorCode::NotConnected));
+    assert!(!sub.game().is_playing());
 }

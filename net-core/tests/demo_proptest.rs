@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use net_core::demo::{
-    decode_demo, encode_end, encode_header, encode_item, DemoItem, DemoPlayer, HEADER_LEN,
-    MAX_STRING_LEN,
+    decode_demo, encode_end, encode_header, encode_item, DemoItem, DemoPlayer, OwnPlayer,
+    HEADER_LEN, MAX_STRING_LEN,
 };
 use net_core::rmev::{
     ChatText, ConnectRequest, CustomData, PlayerListEntry, PlayerName, RemoteEvent, ShipState,
@@ -212,9 +212,15 @@ fn item() -> impl Strategy<Value = DemoItem> {
         (slot(), remote_event()).prop_map(|(slot, event)| GameEvent::Remote { slot, event }),
         reason().prop_map(|text| GameEvent::Error { text }),
     ];
+    let own_player = proptest::option::of(
+        (slot(), player_name()).prop_map(|(slot, name)| OwnPlayer { slot, name }),
+    );
     prop_oneof![
-        3 => event.prop_map(DemoItem::Event),
-        1 => (slot(), ship_state()).prop_map(|(slot, state)| DemoItem::State { slot, state }),
+        6 => event.prop_map(DemoItem::Event),
+        2 => (slot(), ship_state()).prop_map(|(slot, state)| DemoItem::State { slot, state }),
+        1 => own_player.prop_map(DemoItem::OwnPlayer),
+        1 => (nonzero(), any::<bool>())
+            .prop_map(|(object_id, created)| DemoItem::OwnObject { object_id, created }),
     ]
 }
 

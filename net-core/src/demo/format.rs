@@ -34,6 +34,11 @@
 //! | 11 | End | nothing: the recording was finished; nothing may follow |
 //! | 12 | ServerMessage | text string |
 //! | 13 | ServerList | count u32, errors string (a server-list fetch completed) |
+//! | 14 | OwnPlayer | in game u8 (0 or 1), then when 1: slot, name (the recording game's own) |
+//! | 15 | OwnObject | object id u32 (not 0), created u8 (1 created, 0 killed) by the game itself |
+//!
+//! Kinds 14 and 15 never reach the game as events: they keep what its lookups of its own slot
+//! and objects answer (files from before them still play; see docs/demo-format.md).
 //!
 //! A remote event is written by the wire codec (`wire::write_event`, `wire::read_event`): event
 //! header, reliable id, body, with all of the wire format's validation. The reliable id means
@@ -56,7 +61,7 @@ use crate::wire::{
     encoded_len, read_event, write_event, DecodeError, DecodeProblem, Reader, WireEvent, Writer,
 };
 
-use super::DemoItem;
+use super::{DemoItem, OwnPlayer};
 
 /// The first 8 bytes of every demo file.
 pub const MAGIC: [u8; 8] = *b"PNETDEMO";
@@ -97,6 +102,8 @@ pub enum RecordKind {
     End = 11,
     ServerMessage = 12,
     ServerList = 13,
+    OwnPlayer = 14,
+    OwnObject = 15,
 }
 
 impl RecordKind {
@@ -115,6 +122,8 @@ impl RecordKind {
             11 => RecordKind::End,
             12 => RecordKind::ServerMessage,
             13 => RecordKind::ServerList,
+            14 => RecordKind::OwnPlayer,
+            15 => RecordKind::OwnObject,
             _ => return None,
         })
     }
@@ -134,6 +143,8 @@ impl RecordKind {
             DemoItem::Event(GameEvent::ServerMessage { .. }) => RecordKind::ServerMessage,
             DemoItem::Event(GameEvent::ServerList { .. }) => RecordKind::ServerList,
             DemoItem::State { .. } => RecordKind::State,
+            DemoItem::OwnPlayer(_) => RecordKind::OwnPlayer,
+            DemoItem::OwnObject { .. } => RecordKind::OwnObject,
         }
     }
 }
@@ -395,6 +406,23 @@ fn write_payload(item: &DemoItem, out: &mut Vec<u8>) -> NetResult<()> {
         DemoItem::State { slot, state } => {
             put_slot(out, *slot)?;
             put_state(out, state)
+        }
+        DemoItem::OwnPlayer(None) => {
+            out.push(0);
+            Ok(())
+        }
+        DemoItem::OwnPlayer(Some(own)) => {
+            out.push(1);
+            put_slot(out, own.slot)?;
+            put_name(out, &own.name)
+        }
+        DemoItem::OwnObject { object_id, created } => {
+            if *object_id == 0 {
+                return Err(NetError::invalid("demo: object id 0 is not an object"));
+            }
+            put_u32(out, *object_id);
+            out.push(u8::from(*created));
+            Ok(())
         }
     }
 }
@@ -690,6 +718,41 @@ fn read_state(r: &mut Reader<'_>) -> Result<ShipState, Bad> {
     })
 }
 
+/// A u8 that must be 0 or 1 (`what` names it in the error).
+fn read_flag(r: &mut Reader<'_>, what: &str) -> Result<bool, Bad> {
+    let at = r.offset();
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(Bad::new(
+            at,
+            format!("bad {what} flag {other} (must be 0 or 1)"),
+        )),
+    }
+}
+
+fn read_own_player(r: &mut Reader<'_>) -> Result<Option<OwnPlayer>, Bad> {
+    if !read_flag(r, "in-game")? {
+        return Ok(None);
+    }
+    Ok(Some(OwnPlayer {
+        slot: read_slot(r)?,
+        name: read_name(r)?,
+    }))
+}
+
+fn read_own_object(r: &mut Reader<'_>) -> Result<DemoItem, Bad> {
+    let at = r.offset();
+    let object_id = r.u32()?;
+    if object_id == 0 {
+        return Err(Bad::new(at, "object id 0"));
+    }
+    Ok(DemoItem::OwnObject {
+        object_id,
+        created: read_flag(r, "created")?,
+    })
+}
+
 fn read_payload(kind: RecordKind, r: &mut Reader<'_>) -> Result<Option<DemoItem>, Bad> {
     let event = match kind {
         RecordKind::Connected => GameEvent::Connected {
@@ -741,6 +804,8 @@ fn read_payload(kind: RecordKind, r: &mut Reader<'_>) -> Result<Option<DemoItem>
                 state: read_state(r)?,
             }))
         }
+        RecordKind::OwnPlayer => return Ok(Some(DemoItem::OwnPlayer(read_own_player(r)?))),
+        RecordKind::OwnObject => return read_own_object(r).map(Some),
         RecordKind::End => return Ok(None),
     };
     Ok(Some(DemoItem::Event(event)))

@@ -6,7 +6,8 @@
 //! - [`format`](mod@format): the versioned file format (docs/demo-format.md), [`encode_item`],
 //!   [`decode_demo`];
 //! - [`recorder`]: [`DemoRecorder`], buffered writing of a demo file (console `record FILE`);
-//! - [`player`]: [`DemoPlayer`], timed playback of a demo file (console `play FILE`).
+//! - [`player`]: [`DemoPlayer`], timed playback of a demo file (console `play FILE`);
+//! - [`world`]: [`PlaybackWorld`], the players and objects a demo shows the game's lookups.
 //!
 //! This module must never panic on any file contents, never play an item from a record that
 //! failed validation, and never take a broken tail for an error that hides the good part before
@@ -15,8 +16,9 @@
 pub mod format;
 pub mod player;
 pub mod recorder;
+pub mod world;
 
-use crate::rmev::ShipState;
+use crate::rmev::{PlayerName, ShipState};
 use crate::session::events::GameEvent;
 
 pub use format::{
@@ -25,12 +27,31 @@ pub use format::{
 };
 pub use player::DemoPlayer;
 pub use recorder::{DemoRecorder, DemoSummary};
+pub use world::PlaybackWorld;
 
-/// One thing the game was handed while recording: an event, or a remote player's ship state.
+/// One thing the game was handed while recording: an event, a player's ship state, or what the
+/// game's own player did that its lookups show (`NET_FetchPlayerName`, `NET_GetPlayerState`,
+/// `NET_FetchOwner` of its own slot and objects).
 #[derive(Clone, Debug, PartialEq)]
 pub enum DemoItem {
     /// An event `NET_PollEvent` returned.
     Event(GameEvent),
-    /// The ship state of the remote player in `slot` (0-15) was updated.
+    /// The ship state of the player in `slot` (0-15) was updated: a remote player's as it
+    /// arrived, or the game's own as it set it (recorded once per frame when it changed).
     State { slot: u8, state: ShipState },
+    /// The recording game's own player: its slot and name while it is in a game, `None` while it
+    /// is not. Recorded when recording starts, with every Connected event and when the game
+    /// changes its name; never shown to the game as an event.
+    OwnPlayer(Option<OwnPlayer>),
+    /// The recording game created (`created`) or killed the object `object_id` (non-zero), as
+    /// its own `NET_RmEv*` calls did; never shown to the game as an event.
+    OwnObject { object_id: u32, created: bool },
+}
+
+/// The recording game's own player while it is in a game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnPlayer {
+    /// 0-15.
+    pub slot: u8,
+    pub name: PlayerName,
 }

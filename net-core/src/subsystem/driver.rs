@@ -240,7 +240,15 @@ impl Subsystem {
     fn queue_event_for(&mut self, call: &str, event: RemoteEvent) -> NetResult<()> {
         crate::wire::validate_parts(event.is_reliable().then_some(1), &event)
             .map_err(|e| NetError::invalid(format!("remote event refused: {e}")))?;
-        self.session_mut(call)?.queue_event(event)
+        let object = event
+            .object_id()
+            .map(|id| (id, !matches!(event, RemoteEvent::KillObject { .. })));
+        let queued = self.session_mut(call)?.queue_event(event);
+        // The session took the object's owner in even if its queue was full: so does a demo.
+        if let Some((object_id, created)) = object {
+            self.game.note_own_object(object_id, created);
+        }
+        queued
     }
 
     /// `say TEXT`: RE_SENDTEXT.
@@ -311,7 +319,11 @@ impl Subsystem {
     ///
     /// A frame in which nothing arrived, no timer ran and the stream was quiet skips the second
     /// pass: the protocol is as the first pass left it at the same `now`, so nothing is due.
+    ///
+    /// While recording, the frame starts by recording what the game changed of its own since
+    /// the last one (name, ship state, objects), so the demo's lookups keep up with them.
     pub fn maintain(&mut self, now: Instant) {
+        self.game.record_own_changes(now);
         let options = self.current_options();
         self.send_frame(now, &options);
         let mut changed = self.receive_with(now, &options) > 0;
@@ -522,7 +534,7 @@ impl Subsystem {
             )
         };
         if self.game.shows_playback() {
-            return self.game.playback_state(slot).ok_or_else(missing);
+            return self.game.playback_state(slot);
         }
         let session = self
             .session()
