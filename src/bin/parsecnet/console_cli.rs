@@ -11,8 +11,12 @@
 //! - Otherwise lines are read from standard input.
 //!
 //! Console-only commands: `wait MS`, `quit`.
+//!
+//! When standard output cannot be written, the console stops: it leaves the game, ends a
+//! recording, and ends as `stdout` says (quietly by SIGPIPE when the reader left, else exit
+//! status 1 with the reason).
 
-use std::io::{BufRead, IsTerminal};
+use std::io::{self, BufRead, IsTerminal};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
@@ -27,6 +31,7 @@ use rustyline::validate::Validator;
 use rustyline::{Context, Editor, ExternalPrinter, Helper};
 
 use crate::event_text;
+use crate::stdout;
 
 const USAGE: &str = "usage: parsecnet console [--exec \"CMD; CMD; ...\"] [--stay]
 
@@ -40,25 +45,31 @@ const FRAME: Duration = Duration::from_millis(10);
 /// Longest `wait` a script may ask for.
 const MAX_WAIT_MS: u64 = 600_000;
 
-/// Where output goes: above the prompt when interactive, else standard output.
-enum Output {
-    Plain,
-    Printer(Box<dyn ExternalPrinter + Send>),
+/// Where output goes: above the prompt when interactive, else standard output. Once a write
+/// to standard output failed nothing more is written, and the console stops.
+struct Output {
+    printer: Option<Box<dyn ExternalPrinter + Send>>,
+    /// The failed write that stops the console.
+    failure: Option<io::Error>,
 }
 
 impl Output {
     fn line(&mut self, text: &str) {
-        if text.is_empty() {
+        if text.is_empty() || self.failure.is_some() {
             return;
         }
-        match self {
-            Output::Plain => println!("{text}"),
-            Output::Printer(printer) => {
-                if printer.print(format!("{text}\n")).is_err() {
-                    println!("{text}");
-                }
+        if let Some(printer) = self.printer.as_mut() {
+            if printer.print(format!("{text}\n")).is_ok() {
+                return;
             }
         }
+        if let Err(err) = stdout::line(text) {
+            self.failure = Some(err);
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 }
 
@@ -81,7 +92,7 @@ impl Console {
         loop {
             let now = Instant::now();
             self.frame(now);
-            if now >= until {
+            if now >= until || self.out.failed() {
                 return;
             }
             std::thread::sleep(FRAME.min(until - now));
@@ -111,7 +122,7 @@ impl Console {
                         self.failures += 1;
                     }
                 }
-                return Flow::Continue;
+                return self.flow();
             }
             _ => {}
         }
@@ -121,8 +132,19 @@ impl Console {
         }
         self.out.line(&reply.output);
         // Let what the command started show up right away.
-        self.frame(Instant::now());
-        Flow::Continue
+        if !self.out.failed() {
+            self.frame(Instant::now());
+        }
+        self.flow()
+    }
+
+    /// Go on, unless output failed.
+    fn flow(&self) -> Flow {
+        if self.out.failed() {
+            Flow::Quit
+        } else {
+            Flow::Continue
+        }
     }
 
     /// Run frames while a server-list fetch that `servers` left running is still going, so
@@ -130,7 +152,7 @@ impl Console {
     /// gives up by itself within its timeout).
     fn finish_server_list(&mut self) {
         let until = Instant::now() + FETCH_TIMEOUT + Duration::from_secs(1);
-        while self.sub.server_list().is_fetching() && Instant::now() < until {
+        while self.sub.server_list().is_fetching() && Instant::now() < until && !self.out.failed() {
             self.run_frames_until(Instant::now() + FRAME);
         }
     }
@@ -140,6 +162,9 @@ impl Console {
         loop {
             let now = Instant::now();
             self.frame(now);
+            if self.out.failed() {
+                return;
+            }
             loop {
                 match lines.try_recv() {
                     Ok(line) => {
@@ -247,40 +272,40 @@ pub fn run(args: &[String]) -> ExitCode {
                 None => return usage_error("--exec needs a command list"),
             },
             "--stay" => stay = true,
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
+            "--help" | "-h" => return stdout::answer("parsecnet console", USAGE),
             other => return usage_error(&format!("unknown option '{other}'")),
         }
     }
     let mut console = Console {
         sub: Subsystem::new(),
-        out: Output::Plain,
+        out: Output {
+            printer: None,
+            failure: None,
+        },
         failures: 0,
     };
     if let Some(script) = &script {
         for command in script.split(';') {
             if let Flow::Quit = console.exec(command) {
-                return exit_code(&console);
+                return exit_code(&mut console);
             }
         }
         if !stay {
             console.finish_server_list();
-            return exit_code(&console);
+            return exit_code(&mut console);
         }
     }
     let lines = if std::io::stdin().is_terminal() {
         match interactive_reader() {
             Ok((lines, printer)) => {
-                console.out = Output::Printer(printer);
+                console.out.printer = Some(printer);
                 console
                     .out
                     .line("parsec-net console: type help for the commands, quit to leave");
                 lines
             }
             Err(e) => {
-                eprintln!("parsecnet console: {e}; reading plain lines");
+                stdout::error_line(&format!("parsecnet console: {e}; reading plain lines"));
                 plain_reader()
             }
         }
@@ -288,10 +313,16 @@ pub fn run(args: &[String]) -> ExitCode {
         plain_reader()
     };
     console.serve(lines);
-    exit_code(&console)
+    exit_code(&mut console)
 }
 
-fn exit_code(console: &Console) -> ExitCode {
+/// The exit status: after failed output, as `stdout` says (once the game is left properly);
+/// else 1 if a command failed.
+fn exit_code(console: &mut Console) -> ExitCode {
+    if let Some(err) = console.out.failure.take() {
+        console.sub.shutdown();
+        return stdout::failed("parsecnet console", &err);
+    }
     if console.failures > 0 {
         ExitCode::FAILURE
     } else {
@@ -300,6 +331,6 @@ fn exit_code(console: &Console) -> ExitCode {
 }
 
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("parsecnet console: {message}\n{USAGE}");
+    stdout::error_line(&format!("parsecnet console: {message}\n{USAGE}"));
     ExitCode::from(2)
 }

@@ -14,6 +14,7 @@ use net_core::relay::{RelayConfig, RelayCore};
 
 use crate::server_options::{common_usage, parse_common, CommonOptions, Parsed, ServerDefaults};
 use crate::server_run::{print_stopped, serve_slots, slot_core_config};
+use crate::stdout;
 
 const DEFAULTS: ServerDefaults = ServerDefaults {
     kind: "gameserver",
@@ -73,21 +74,21 @@ pub fn run(args: &[String]) -> ExitCode {
     let options = match parsed {
         Ok(Parsed::Run(o)) => o,
         Ok(Parsed::Help) => {
-            println!("{}\n\n{RELAY_USAGE}", common_usage(&DEFAULTS));
-            return ExitCode::SUCCESS;
+            let usage = format!("{}\n\n{RELAY_USAGE}", common_usage(&DEFAULTS));
+            return stdout::answer("parsecnet gameserver", &usage);
         }
         Err(e) => {
-            eprintln!(
+            stdout::error_line(&format!(
                 "parsecnet gameserver: {e}\n{}\n\n{RELAY_USAGE}",
                 common_usage(&DEFAULTS)
-            );
+            ));
             return ExitCode::from(2);
         }
     };
     match serve(&options, &relay) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("parsecnet gameserver: {e}");
+            stdout::error_line(&format!("parsecnet gameserver: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -105,6 +106,5 @@ fn serve(o: &CommonOptions, r: &RelayOptions) -> Result<(), String> {
     });
     let service = Box::new(RelayService::new(relay));
     let summary = serve_slots(o, DEFAULTS.kind, config, Some((r.udp_port, service)))?;
-    print_stopped(&format!("gameserver '{}'", o.name), &summary);
-    Ok(())
+    print_stopped(&format!("gameserver '{}'", o.name), &summary)
 }

@@ -12,6 +12,7 @@ mod masterserver_cli;
 mod server_options;
 mod server_run;
 mod slotserver_cli;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -35,7 +36,7 @@ fn main() -> ExitCode {
     parsec_net::logging::install();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = args.first() else {
-        eprintln!("{USAGE}");
+        stdout::error_line(USAGE);
         return ExitCode::from(2);
     };
     let rest = &args[1..];
@@ -46,12 +47,9 @@ fn main() -> ExitCode {
         "gameserver" => gameserver_cli::run(rest),
         "masterserver" => masterserver_cli::run(rest),
         "bench" => bench::run(rest),
-        "help" | "--help" | "-h" => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
+        "help" | "--help" | "-h" => stdout::answer("parsecnet", USAGE),
         other => {
-            eprintln!("parsecnet: unknown command '{other}'\n{USAGE}");
+            stdout::error_line(&format!("parsecnet: unknown command '{other}'\n{USAGE}"));
             ExitCode::from(2)
         }
     }

@@ -18,6 +18,7 @@ use net_core::server::{run_core, stop_on_signals, BoundAddrs, RuntimeConfig};
 
 use crate::server_options::{install_server_logger, positive, seconds, ArgCursor, Parsed};
 use crate::server_run::{http_url, print_stopped};
+use crate::stdout;
 
 /// File descriptors kept free beyond the connection limit (listeners, HTTP, files, logs).
 const SPARE_FDS: u64 = 128;
@@ -119,19 +120,16 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
 pub fn run(args: &[String]) -> ExitCode {
     let options = match parse(args) {
         Ok(Parsed::Run(o)) => o,
-        Ok(Parsed::Help) => {
-            println!("{}", usage());
-            return ExitCode::SUCCESS;
-        }
+        Ok(Parsed::Help) => return stdout::answer("parsecnet masterserver", &usage()),
         Err(e) => {
-            eprintln!("parsecnet masterserver: {e}\n{}", usage());
+            stdout::error_line(&format!("parsecnet masterserver: {e}\n{}", usage()));
             return ExitCode::from(2);
         }
     };
     match serve(options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("parsecnet masterserver: {e}");
+            stdout::error_line(&format!("parsecnet masterserver: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -160,15 +158,19 @@ fn serve(o: MasterOptions) -> Result<(), String> {
     stop_on_signals(&stop).map_err(|e| e.to_string())?;
     let max = o.config.max_servers;
     let core = MasterCore::new(o.config);
+    let mut unwritten = None;
     let summary = run_core(runtime_config, core, None, stop, |addrs| {
-        announce(max, &addrs)
+        unwritten = stdout::announce(&listening_line(max, &addrs));
     })
     .map_err(|e| e.to_string())?;
-    print_stopped("masterserver", &summary);
-    Ok(())
+    if let Some(err) = unwritten {
+        return Err(stdout::problem(&err));
+    }
+    print_stopped("masterserver", &summary)
 }
 
-fn announce(max_servers: usize, addrs: &BoundAddrs) {
+/// `masterserver listening on TCP A:P (at most N servers)[, server list at URL ...]`.
+fn listening_line(max_servers: usize, addrs: &BoundAddrs) -> String {
     let mut line = format!(
         "masterserver listening on TCP {} (at most {max_servers} servers)",
         addrs.tcp
@@ -179,7 +181,7 @@ fn announce(max_servers: usize, addrs: &BoundAddrs) {
             http_url(http)
         ));
     }
-    println!("{line}");
+    line
 }
 
 #[cfg(test)]

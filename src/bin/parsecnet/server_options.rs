@@ -366,7 +366,11 @@ extern "C" fn log_line(level: i32, message: *const c_char, _user: *mut c_void) {
         parsec_net::logging::NET_LOG_DEBUG => "DEBUG",
         _ => "TRACE",
     };
-    eprintln!("{} {level} {text}", utc::rfc3339_millis(SystemTime::now()));
+    // A log line that cannot be written is dropped: the server serves on.
+    crate::stdout::error_line(&format!(
+        "{} {level} {text}",
+        utc::rfc3339_millis(SystemTime::now())
+    ));
 }
 
 #[cfg(test)]

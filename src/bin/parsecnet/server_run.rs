@@ -1,6 +1,8 @@
 //! What the server subcommands do around the runtime: the slot and gameserver core and runtime
 //! configurations from the common options, running until SIGINT or SIGTERM, and the two lines
-//! every server prints (where it listens, and what it counted when it stopped).
+//! every server prints (where it listens, and what it counted when it stopped). A server whose
+//! standard output cannot take these lines ends as `stdout` says: quietly by SIGPIPE when the
+//! reader left; else it serves on and exits 1 when stopped.
 //!
 //! The protocol and the event loop live in `net_core::server`; the options are parsed in
 //! `server_options`.
@@ -15,6 +17,7 @@ use net_core::server::{
 };
 
 use crate::server_options::{install_server_logger, read_messages, registration, CommonOptions};
+use crate::stdout;
 
 /// The slot core's configuration from the options (reads the messages file).
 pub fn slot_core_config(o: &CommonOptions) -> Result<SlotServerConfig, String> {
@@ -36,7 +39,8 @@ pub fn slot_core_config(o: &CommonOptions) -> Result<SlotServerConfig, String> {
 }
 
 /// Run a slotserver (`udp` None) or gameserver (`udp`: the UDP port and its service) until a
-/// signal stops it, printing where it listens; returns what it counted.
+/// signal stops it, printing where it listens; returns what it counted (an error if those lines
+/// could not be written).
 pub fn serve_slots(
     o: &CommonOptions,
     kind: &'static str,
@@ -58,17 +62,26 @@ pub fn serve_slots(
         ..RuntimeConfig::new(kind, SocketAddr::new(o.bind, o.port))
     };
     install_server_logger();
+    let mut unwritten = None;
     if !o.masters.is_empty() {
-        println!("registering with masterserver {}", o.masters.join(", "));
+        unwritten = stdout::announce(&format!(
+            "registering with masterserver {}",
+            o.masters.join(", ")
+        ));
     }
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop).map_err(|e| e.to_string())?;
     let core = SlotServerCore::new(config, BanList::empty());
     let name = o.name.clone();
-    runtime::run(runtime_config, core, service, stop, |addrs| {
-        println!("{}", listening_line(kind, &name, &addrs));
+    let summary = runtime::run(runtime_config, core, service, stop, |addrs| {
+        let failed = stdout::announce(&listening_line(kind, &name, &addrs));
+        unwritten = unwritten.take().or(failed);
     })
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    match unwritten {
+        Some(err) => Err(stdout::problem(&err)),
+        None => Ok(summary),
+    }
 }
 
 /// `KIND 'NAME' listening on TCP A:P[, UDP A:P][, HTML list at URL]`.
@@ -97,21 +110,23 @@ pub fn http_url(http: SocketAddr) -> String {
 }
 
 /// `WHAT stopped; NAME=N ...` with the counters above zero, then the service's status lines.
-pub fn print_stopped(what: &str, summary: &RunSummary) {
+/// A closed standard output ends the program quietly; another failure is the error.
+pub fn print_stopped(what: &str, summary: &RunSummary) -> Result<(), String> {
     let counted: Vec<String> = summary
         .counters
         .iter()
         .filter(|(_, v)| *v > 0)
         .map(|(n, v)| format!("{n}={v}"))
         .collect();
-    if counted.is_empty() {
-        println!("{what} stopped; nothing was counted (no connections)");
+    let mut text = if counted.is_empty() {
+        format!("{what} stopped; nothing was counted (no connections)")
     } else {
-        println!("{what} stopped; {}", counted.join(" "));
-    }
+        format!("{what} stopped; {}", counted.join(" "))
+    };
     for line in &summary.status {
-        println!("  {line}");
+        text.push_str(&format!("\n  {line}"));
     }
+    stdout::line(&text).map_err(|e| stdout::problem(&e))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use crate::server_options::{common_usage, parse_common, CommonOptions, Parsed, ServerDefaults};
 use crate::server_run::{print_stopped, serve_slots, slot_core_config};
+use crate::stdout;
 
 const DEFAULTS: ServerDefaults = ServerDefaults {
     kind: "slotserver",
@@ -20,18 +21,20 @@ pub fn run(args: &[String]) -> ExitCode {
     let options = match parse_common(args, &DEFAULTS, |_, _| Ok(false)) {
         Ok(Parsed::Run(o)) => o,
         Ok(Parsed::Help) => {
-            println!("{}", common_usage(&DEFAULTS));
-            return ExitCode::SUCCESS;
+            return stdout::answer("parsecnet slotserver", &common_usage(&DEFAULTS))
         }
         Err(e) => {
-            eprintln!("parsecnet slotserver: {e}\n{}", common_usage(&DEFAULTS));
+            stdout::error_line(&format!(
+                "parsecnet slotserver: {e}\n{}",
+                common_usage(&DEFAULTS)
+            ));
             return ExitCode::from(2);
         }
     };
     match serve(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("parsecnet slotserver: {e}");
+            stdout::error_line(&format!("parsecnet slotserver: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -40,6 +43,5 @@ pub fn run(args: &[String]) -> ExitCode {
 fn serve(o: &CommonOptions) -> Result<(), String> {
     let config = slot_core_config(o)?;
     let summary = serve_slots(o, DEFAULTS.kind, config, None)?;
-    print_stopped(&format!("slotserver '{}'", o.name), &summary);
-    Ok(())
+    print_stopped(&format!("slotserver '{}'", o.name), &summary)
 }
