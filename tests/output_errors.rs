@@ -79,6 +79,8 @@ const RUNS: &[(&[&str], &str)] = &[
     (&["console", "--help"], ""),
     (&["help"], ""),
     (&["slotserver", "--help"], ""),
+    (&["demo", "--help"], ""),
+    (&["bench", "--help"], ""),
 ];
 
 #[test]

@@ -3,6 +3,8 @@
 //!
 //! Servers and the demo are added as further subcommands.
 
+#[macro_use]
+mod stdout;
 mod bench;
 mod console_cli;
 mod demo;
@@ -12,7 +14,6 @@ mod masterserver_cli;
 mod server_options;
 mod server_run;
 mod slotserver_cli;
-mod stdout;
 
 use std::process::ExitCode;
 

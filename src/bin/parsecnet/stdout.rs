@@ -18,6 +18,27 @@ pub fn line(text: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// Write `text` and a newline to standard output for a program that has nothing to clean up
+/// (the demo's summary, the benchmark's report and its children's replies): a closed pipe ends
+/// it quietly ([`end_by_closed_pipe`]); another failure is said on standard error and ends it
+/// with status 1.
+pub fn say(text: &str) {
+    if let Err(err) = line(text) {
+        if is_closed_pipe(&err) {
+            end_by_closed_pipe();
+        }
+        error_line(&format!("parsecnet: {}", problem(&err)));
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`say`]: never panics on a failed write.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::stdout::say(&format!($($arg)*))
+    };
+}
+
 /// Write `text` and a newline to standard error; a failure is ignored.
 pub fn error_line(text: &str) {
     let mut err = io::stderr().lock();

@@ -123,7 +123,7 @@ pub fn run(args: &[String]) -> ExitCode {
                 }
             },
             "--help" | "-h" => {
-                println!("{USAGE}");
+                say!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
             other => {
@@ -155,7 +155,7 @@ fn run_child(args: &[String]) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            println!("error {e}");
+            say!("error {e}");
             eprintln!("parsecnet bench child {role}: {e}");
             ExitCode::FAILURE
         }
@@ -244,7 +244,7 @@ fn run_all(plan: Plan, out: &std::path::Path, only: Option<&[String]>) -> Result
     std::fs::write(&json_path, json.to_text())
         .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
 
-    println!(
+    say!(
         "parsecnet bench ({} run, {} build, {machine})\n",
         if plan.quick { "quick" } else { "full" },
         if cfg!(debug_assertions) {
@@ -253,17 +253,17 @@ fn run_all(plan: Plan, out: &std::path::Path, only: Option<&[String]>) -> Result
             "release"
         }
     );
-    print!("{}", report::table(&sections));
+    say!("{}", report::table(&sections).trim_end_matches('\n'));
     for s in &sections {
         for note in &s.notes {
-            println!("  [{}] {note}", s.key);
+            say!("  [{}] {note}", s.key);
         }
     }
-    println!("\nwrote {}", json_path.display());
+    say!("\nwrote {}", json_path.display());
     for p in &plot_files {
-        println!("wrote {}", p.display());
+        say!("wrote {}", p.display());
     }
-    println!("total {:.1} s", started.elapsed().as_secs_f64());
+    say!("total {:.1} s", started.elapsed().as_secs_f64());
     Ok(sections.iter().all(|s| s.error.is_none()))
 }
 

@@ -55,7 +55,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let node = capi::local_node_text()?;
     let port = node.rsplit(':').next().unwrap_or("0");
-    println!("port {port}");
+    say!("port {port}");
     let mut peer = Peer::default();
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| e.to_string())?;
@@ -64,8 +64,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             break;
         }
         match peer.command(line) {
-            Ok(reply) => println!("{reply}"),
-            Err(e) => println!("error {e}"),
+            Ok(reply) => say!("{reply}"),
+            Err(e) => say!("error {e}"),
         }
     }
     Ok(())
@@ -249,7 +249,7 @@ fn ping(n: usize, reliable: bool) -> Result<String, String> {
     }
     let counts = counts.line();
     let text: Vec<String> = rtts.iter().map(u64::to_string).collect();
-    println!("rtt {}", text.join(" "));
+    say!("rtt {}", text.join(" "));
     Ok(counts)
 }
 
@@ -330,7 +330,7 @@ fn flood(duration: Duration, window: usize) -> Result<String, String> {
     for _ in 0..100 {
         capi::maintain();
     }
-    println!("flood echoes {expected} ns {}", elapsed.as_nanos());
+    say!("flood echoes {expected} ns {}", elapsed.as_nanos());
     Ok(counts)
 }
 

@@ -24,7 +24,7 @@ pub fn run(_args: &[String]) -> Result<(), String> {
         .set_nonblocking(true)
         .map_err(|e| format!("non-blocking: {e}"))?;
     let port = socket.local_addr().map_err(|e| e.to_string())?.port();
-    println!("port {port}");
+    say!("port {port}");
     let mut peer: Option<SocketAddr> = None;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| e.to_string())?;
@@ -52,8 +52,8 @@ pub fn run(_args: &[String]) -> Result<(), String> {
             _ => Err(format!("cannot do '{line}' (peer set: {})", peer.is_some())),
         };
         match reply {
-            Ok(text) => println!("{text}"),
-            Err(e) => println!("error {e}"),
+            Ok(text) => say!("{text}"),
+            Err(e) => say!("error {e}"),
         }
     }
     Ok(())
@@ -114,7 +114,7 @@ fn ping(socket: &UdpSocket, to: SocketAddr, n: u64, drain: bool) -> Result<Strin
         rtts.push(start.elapsed().as_nanos() as u64);
     }
     let text: Vec<String> = rtts.iter().map(u64::to_string).collect();
-    println!("rtt {}", text.join(" "));
+    say!("rtt {}", text.join(" "));
     Ok("done".into())
 }
 

@@ -44,7 +44,7 @@ pub fn run_demo(args: &[String]) -> ExitCode {
                 None => return usage_error("--duration needs a number of seconds (5-86400)"),
             },
             "--help" | "-h" => {
-                println!("{USAGE}");
+                say!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
             other => return usage_error(&format!("unknown option '{other}'")),
@@ -235,7 +235,7 @@ fn draw(terminal: bool, elapsed: Duration, header: &[String], bots: &[Bot]) {
 
 /// Print the summary; true if every check held.
 fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
-    println!("\nsummary after {:.1} s:", elapsed.as_secs_f64());
+    say!("\nsummary after {:.1} s:", elapsed.as_secs_f64());
     let mut all_seen = true;
     let (mut sent, mut lost, mut refused, mut disorder, mut received) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -253,7 +253,7 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
         disorder += s.out_of_order;
         received += s.events_received;
         lost += bot.unacknowledged() as u64;
-        println!(
+        say!(
             "  {:<8} saw {:<24} fired {} lasers and {} missiles, sent {} numbered reliable events, received {} events, connected {} times",
             bot.name,
             bot.seen.join(", "),
@@ -264,7 +264,7 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
             s.connects
         );
         for err in &s.errors {
-            println!("           error: {err}");
+            say!("           error: {err}");
         }
     }
     let switches: Vec<&(&str, String)> = bots
@@ -272,7 +272,7 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
         .flat_map(|b| b.stats.milestones.iter())
         .collect();
     for (what, line) in &switches {
-        println!("  done: {what} ({line})");
+        say!("  done: {what} ({line})");
     }
     let protocol_switched = switches
         .iter()
@@ -284,17 +284,15 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
         .filter(|(w, _)| w.starts_with("backend switch"))
         .count()
         == 2;
-    println!(
-        "  events: {sent} numbered reliable events sent, {received} events received by the bots"
-    );
-    println!("  lost reliable events: {lost} (unacknowledged at the end), refused: {refused}, out of order or repeated: {disorder}");
-    println!("  the trace plugin recorded {traced} datagrams of charlie's while it was loaded");
+    say!("  events: {sent} numbered reliable events sent, {received} events received by the bots");
+    say!("  lost reliable events: {lost} (unacknowledged at the end), refused: {refused}, out of order or repeated: {disorder}");
+    say!("  the trace plugin recorded {traced} datagrams of charlie's while it was loaded");
     let listed = bots.iter().filter_map(|b| b.servers_found).max();
-    println!(
+    say!(
         "  servers the masterserver listed when delta asked: {}",
         listed.map_or("no answer".to_string(), |n| n.to_string())
     );
-    println!(
+    say!(
         "  all four players saw each other: {}; protocol switch: {}; backend switch: {}",
         yes_no(all_seen),
         yes_no(protocol_switched),
@@ -307,7 +305,7 @@ fn summary(elapsed: Duration, bots: &[Bot], traced: usize) -> bool {
         && traced > 0
         && lost == 0
         && refused == 0;
-    println!(
+    say!(
         "  result: {}",
         if ok {
             "every check held"
