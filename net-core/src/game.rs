@@ -185,40 +185,32 @@ impl GameInterface {
         while let Some((object_id, created)) = self.own_objects.pop_front() {
             self.record(now, DemoItem::OwnObject { object_id, created });
         }
-        let Some((name, state)) = self.recorded_own else {
-            self.record_own_player(now);
-            return;
-        };
-        if name != self.name {
-            self.record(now, own_player(slot, self.name));
-        }
-        if state != self.local_state {
-            self.record(
-                now,
-                DemoItem::State {
-                    slot,
-                    state: self.local_state,
-                },
-            );
-        }
-        self.recorded_own = Some((self.name, self.local_state));
+        let (name, state) = self.recorded_own.map_or((true, true), |(name, state)| {
+            (name != self.name, state != self.local_state)
+        });
+        self.record_own(now, slot, name, state);
     }
 
     /// Record the own player as it is: out of a game, or its slot, name and ship state.
     fn record_own_player(&mut self, now: Instant) {
-        let Some(slot) = self.own_slot else {
-            self.record(now, DemoItem::OwnPlayer(None));
-            self.recorded_own = None;
-            return;
-        };
-        self.record(now, own_player(slot, self.name));
-        self.record(
-            now,
-            DemoItem::State {
-                slot,
-                state: self.local_state,
-            },
-        );
+        match self.own_slot {
+            Some(slot) => self.record_own(now, slot, true, true),
+            None => {
+                self.record(now, DemoItem::OwnPlayer(None));
+                self.recorded_own = None;
+            }
+        }
+    }
+
+    /// Record the own name and/or ship state in `slot`, and remember both as recorded.
+    fn record_own(&mut self, now: Instant, slot: u8, name: bool, state: bool) {
+        if name {
+            self.record(now, own_player(slot, self.name));
+        }
+        if state {
+            let state = self.local_state;
+            self.record(now, DemoItem::State { slot, state });
+        }
         self.recorded_own = Some((self.name, self.local_state));
     }
 

@@ -352,11 +352,17 @@ fn numbers_heard(player: &Player) -> Vec<u32> {
 
 /// A gameserver with default settings and two clients that hold slots and see each other.
 fn two_seated_players(names: [&str; 2]) -> (Server, Vec<Player>) {
-    let server = Server::start("gameserver", Some(RelayConfig::default()));
+    two_seated_players_on("gameserver", names)
+}
+
+/// A `protocol` server (slotserver or gameserver, default settings) and two clients that hold
+/// slots and see each other.
+fn two_seated_players_on(protocol: &'static str, names: [&str; 2]) -> (Server, Vec<Player>) {
+    let server = server_for(protocol);
     let mut players: Vec<Player> = names
         .iter()
         .map(|n| Player {
-            sub: client(n, "gameserver", server.addrs.tcp),
+            sub: client(n, protocol, server.addrs.tcp),
             events: Vec::new(),
         })
         .collect();
@@ -523,21 +529,7 @@ fn heard_about(player: &Player, slot: u8) -> Vec<String> {
 #[test]
 fn joins_and_renames_are_heard_once_and_alike_through_either_server() {
     for protocol in ["slotserver", "gameserver"] {
-        let server = server_for(protocol);
-        let mut players: Vec<Player> = ["dee", "eve"]
-            .iter()
-            .map(|n| Player {
-                sub: client(n, protocol, server.addrs.tcp),
-                events: Vec::new(),
-            })
-            .collect();
-        assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
-            .iter()
-            .all(|p| p.slot().is_some()
-                && p.events.iter().any(|e| matches!(
-                    e,
-                    GameEvent::PlayerConnected { .. }
-                )))));
+        let (server, mut players) = two_seated_players_on(protocol, ["dee", "eve"]);
         for p in players.iter_mut() {
             console(&mut p.sub, "join");
         }
@@ -589,21 +581,7 @@ fn joins_and_renames_are_heard_once_and_alike_through_either_server() {
 #[test]
 fn a_name_the_server_refuses_is_not_used_and_the_player_is_told() {
     for protocol in ["slotserver", "gameserver"] {
-        let server = server_for(protocol);
-        let mut players: Vec<Player> = ["Dup", "Dup2"]
-            .iter()
-            .map(|n| Player {
-                sub: client(n, protocol, server.addrs.tcp),
-                events: Vec::new(),
-            })
-            .collect();
-        assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
-            .iter()
-            .all(|p| p.slot().is_some()
-                && p.events.iter().any(|e| matches!(
-                    e,
-                    GameEvent::PlayerConnected { .. }
-                )))));
+        let (server, mut players) = two_seated_players_on(protocol, ["Dup", "Dup2"]);
         let dup2 = players[1].slot().unwrap();
         let reply = console(&mut players[1].sub, "name Dup");
         assert!(

@@ -23,6 +23,10 @@ use net_core::rmev::{
 use net_core::session::events::GameEvent;
 use net_core::{ErrorCode, Node, Subsystem};
 
+#[path = "support/loopback.rs"]
+mod loopback;
+use loopback::{console, loopback_game};
+
 /// A temp file path unique to this process and call, removed when dropped.
 struct TempPath(PathBuf);
 
@@ -913,33 +917,6 @@ fn poll_and_look_up(sub: &mut Subsystem, into: &mut Vec<Seen>) {
             owners: OBJECTS.iter().map(|&id| (id, sub.owner_of(id))).collect(),
         });
     }
-}
-
-fn console(sub: &mut Subsystem, line: &str) -> String {
-    let reply = sub.console_exec(line, Instant::now());
-    assert!(reply.result.is_ok(), "{line}: {}", reply.output);
-    reply.output
-}
-
-/// A game on UDP loopback with fast peer timings; returns it and its address.
-fn loopback_game(player: &str) -> (Subsystem, String) {
-    let mut sub = Subsystem::new();
-    for line in [
-        "net.udp.bind 127.0.0.1",
-        "net.udp.ipv6 0",
-        "net.port 0",
-        "net.api udp",
-        "net.peer.connect_interval 40",
-        "net.peer.slot_interval 60",
-        "net.peer.reply_wait 20",
-    ] {
-        console(&mut sub, line);
-    }
-    console(&mut sub, &format!("name {player}"));
-    let node = sub.local_node().expect("local node");
-    let text = sub.print_node(&node).expect("node text");
-    let port = text.rsplit(':').next().expect("a port").to_string();
-    (sub, format!("127.0.0.1:{port}"))
 }
 
 /// The ship of a player at frame `frame` (`base` tells the players apart).

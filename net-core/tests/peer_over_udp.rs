@@ -9,32 +9,9 @@ use net_core::rmev::{RemoteEvent, ShipState};
 use net_core::session::GameEvent;
 use net_core::Subsystem;
 
-fn console(sub: &mut Subsystem, line: &str) -> String {
-    let reply = sub.console_exec(line, Instant::now());
-    assert!(reply.result.is_ok(), "{line}: {}", reply.output);
-    reply.output
-}
-
-/// An instance on loopback with fast peer timings (so the test takes little wall time).
-fn instance(name: &str) -> (Subsystem, String) {
-    let mut sub = Subsystem::new();
-    for line in [
-        "net.udp.bind 127.0.0.1",
-        "net.udp.ipv6 0",
-        "net.port 0",
-        "net.api udp",
-        "net.peer.connect_interval 40",
-        "net.peer.slot_interval 60",
-        "net.peer.reply_wait 20",
-    ] {
-        console(&mut sub, line);
-    }
-    console(&mut sub, &format!("name {name}"));
-    let node = sub.local_node().unwrap();
-    let text = sub.print_node(&node).unwrap();
-    let port = text.rsplit(':').next().unwrap().to_string();
-    (sub, format!("127.0.0.1:{port}"))
-}
+#[path = "support/loopback.rs"]
+mod loopback;
+use loopback::{console, loopback_game};
 
 /// Run both frame loops until `done` holds or the time is up.
 fn run_until(
@@ -80,8 +57,8 @@ impl Pair {
     /// Start both, run `setup` console lines on each, connect them to each other and wait (at
     /// most `limit`) until both have a slot.
     fn connected(setup: &[&str], limit: Duration) -> Pair {
-        let (mut a, a_addr) = instance("ada");
-        let (mut b, b_addr) = instance("bo");
+        let (mut a, a_addr) = loopback_game("ada");
+        let (mut b, b_addr) = loopback_game("bo");
         for line in setup {
             console(&mut a, line);
             console(&mut b, line);
@@ -160,8 +137,8 @@ fn heard(events: &[GameEvent], text: &str) -> bool {
 
 #[test]
 fn two_peers_on_loopback_connect_join_and_exchange_state_text_and_positions() {
-    let (mut a, a_addr) = instance("alice");
-    let (mut b, b_addr) = instance("bob");
+    let (mut a, a_addr) = loopback_game("alice");
+    let (mut b, b_addr) = loopback_game("bob");
     console(&mut a, &format!("connect {b_addr}"));
     console(&mut b, &format!("connect {a_addr}"));
     let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
@@ -247,8 +224,8 @@ fn a_recorded_session_plays_back_as_the_same_events() {
     let dir = std::env::temp_dir().join(format!("pn-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("session.demo");
-    let (mut a, a_addr) = instance("ann");
-    let (mut b, _) = instance("ben");
+    let (mut a, a_addr) = loopback_game("ann");
+    let (mut b, _) = loopback_game("ben");
     console(&mut b, &format!("record {}", file.display()));
     console(&mut a, "connect 127.0.0.1:9");
     console(&mut b, &format!("connect {a_addr}"));
