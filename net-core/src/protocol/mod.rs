@@ -74,6 +74,14 @@ pub fn no_protocol_error(call: &str) -> NetError {
     )
 }
 
+/// The error of a call that needs a game when there is none (`NET_ERR_NOT_CONNECTED`).
+pub fn not_in_game_error(call: &str) -> NetError {
+    NetError::new(
+        ErrorCode::NotConnected,
+        format!("{call}: not connected to a game"),
+    )
+}
+
 /// Turns an IP address text and a port (as a server names another player) into a node of the
 /// active backend.
 pub type NodeResolver = Arc<dyn Fn(&str, u16) -> Option<Node> + Send + Sync>;
@@ -193,12 +201,9 @@ pub trait ClientProtocol: Send {
     /// Tell the others the local name `name`: peer-to-peer at once; client-server protocols
     /// ask the server first (`my new name:`) and tell the others once it accepts.
     fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
-        let session = self.session_mut().ok_or_else(|| {
-            NetError::new(
-                ErrorCode::NotConnected,
-                "update name: not connected to a game",
-            )
-        })?;
+        let session = self
+            .session_mut()
+            .ok_or_else(|| not_in_game_error("update name"))?;
         session.set_name(name)?;
         Ok(NameUpdate::Told)
     }

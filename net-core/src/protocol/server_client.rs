@@ -579,10 +579,7 @@ impl ClientProtocol for ServerClient {
 
     fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
         if self.phase != Phase::Joined || self.session.is_none() {
-            return Err(NetError::new(
-                ErrorCode::NotConnected,
-                "update name: not connected to a game",
-            ));
+            return Err(crate::protocol::not_in_game_error("update name"));
         }
         self.stream_out
             .push_back(StreamCommand::SendLine(format!("my new name: {name}")));

@@ -14,8 +14,8 @@ use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
 use crate::protocol::peer::PeerProtocol;
 use crate::protocol::server_client::{ServerClient, GAMESERVER_TCP_PORT, SLOTSERVER_PORT};
 use crate::protocol::{
-    no_protocol_error, ClientProtocol, ConnectParams, NameUpdate, NodeOrder, NodeResolver,
-    ProtocolKind, StreamCommand, StreamEvent,
+    no_protocol_error, not_in_game_error, ClientProtocol, ConnectParams, NameUpdate, NodeOrder,
+    NodeResolver, ProtocolKind, StreamCommand, StreamEvent,
 };
 use crate::rmev::{ChatText, PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
 use crate::session::{GameEvent, Session};
@@ -76,12 +76,9 @@ impl Subsystem {
     }
 
     fn session_mut(&mut self, call: &str) -> NetResult<&mut Session> {
-        self.protocol_mut(call)?.session_mut().ok_or_else(|| {
-            NetError::new(
-                ErrorCode::NotConnected,
-                format!("{call}: not connected to a game"),
-            )
-        })
+        self.protocol_mut(call)?
+            .session_mut()
+            .ok_or_else(|| not_in_game_error(call))
     }
 
     /// `connect [HOST[:PORT]]`: start connecting with the bound protocol. The outcome arrives as
@@ -198,7 +195,6 @@ impl Subsystem {
     /// `take_protocol_output`).
     pub fn update_name(&mut self, _now: Instant) -> NetResult<NameUpdate> {
         let name = *self.game.name();
-        self.session_mut("update name")?;
         self.protocol_mut("update name")?.update_name(name)
     }
 
