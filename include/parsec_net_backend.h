@@ -210,6 +210,13 @@ typedef struct NET_BackendVTable {
    * after a failed `node_parse`, on the same thread, to tell the user more than the code.
    */
   int32_t (*node_parse_error)(char *out, size_t out_len);
+  /**
+   * Appended to version 1 (present when `size` covers it; may be NULL): what the open socket
+   * is bound to, as one NUL-terminated line for the console's `status`, written into `out`
+   * (capacity `out_len`), e.g. "interface veth0, MAC 02:00:00:00:00:01" or "IPv4 127.0.0.1:6526".
+   * Returns the line's length (0: nothing to say), < 0 on a bad argument or handle.
+   */
+  int32_t (*describe_socket)(void *socket, char *out, size_t out_len);
 } NET_BackendVTable;
 
 /**

@@ -649,6 +649,19 @@ static int32_t ud_bound_port(void *socket)
     return (int32_t)s->port;
 }
 
+/* What the socket is bound to, for the console's `status` (appended to the vtable after
+ * version 1; a backend may leave it NULL). */
+static int32_t ud_describe_socket(void *socket, char *out, size_t out_len)
+{
+    const ud_socket *s = socket;
+
+    if (s == NULL || out == NULL || out_len == 0) {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    return (int32_t)write_text(out, out_len, "abstract AF_UNIX address @%s/%u", s->prefix,
+                               (unsigned)s->port);
+}
+
 /* ----- the entry point ---------------------------------------------------------------------- */
 
 static const NET_BackendVTable UD_VTABLE = {
@@ -669,6 +682,7 @@ static const NET_BackendVTable UD_VTABLE = {
     .local_node = ud_local_node,
     .last_error = ud_last_error,
     .bound_port = ud_bound_port,
+    .describe_socket = ud_describe_socket,
 };
 
 /* The one exported symbol. A core that speaks an older ABI than this backend's version 1

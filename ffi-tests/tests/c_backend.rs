@@ -68,8 +68,15 @@ fn c_backend_exports_only_its_entry_symbol() {
 
 #[test]
 fn c_backend_parses_and_prints_its_node_forms() {
-    let (mut a, _) = endpoint_on_c_backend(7777);
+    let (mut a, prefix) = endpoint_on_c_backend(7777);
     assert_eq!(a.ok("local", REPLY_TIMEOUT), "unix:7777");
+    // `status` shows what the backend says its socket is bound to (its describe_socket).
+    let status = a.ok("status", REPLY_TIMEOUT);
+    // (exchange.c joins the reply's lines with '|'.)
+    let described = format!(
+        "port 7777, local node unix:7777|binding: abstract AF_UNIX address @{prefix}/7777|"
+    );
+    assert!(status.contains(&described), "{status}");
     for (text, printed) in [
         ("unix:7001", "unix:7001"),
         ("7001", "unix:7001"),

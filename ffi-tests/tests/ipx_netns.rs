@@ -245,6 +245,17 @@ fn switch_all(games: &mut [LiveGame], names: &[&str], api: &str, words: &str) ->
         if !status.contains(&format!("backend: {api} ")) {
             game.fail(&format!("status does not show the {api} backend: {status}"));
         }
+        // The socket line says where the backend is bound (its describe_socket).
+        let bound = if api == "ipx" {
+            "binding: interface eth0, MAC "
+        } else {
+            "binding: IPv4 "
+        };
+        if !status.lines().any(|l| l.starts_with(bound)) {
+            game.fail(&format!(
+                "status does not say where {api} is bound: {status}"
+            ));
+        }
     }
     for (game, name) in games.iter_mut().zip(names) {
         game.send(&format!("say {words} {name}"));

@@ -151,7 +151,11 @@ fn two_peers_on_loopback_connect_join_and_exchange_state_text_and_positions() {
     assert!(connected, "both connect: {ev_a:?} {ev_b:?}");
     let (slot_a, slot_b) = (slot_of(&ev_a).unwrap(), slot_of(&ev_b).unwrap());
     assert_ne!(slot_a, slot_b);
-    assert!(console(&mut a, "status").contains("game: slot"));
+    let status = console(&mut a, "status");
+    assert!(status.contains("game: slot"), "{status}");
+    // Where the UDP backend is bound, as it describes its socket.
+    let bound = format!("local node {a_addr}\nbinding: IPv4 {a_addr}, broadcast 255.255.255.255\n");
+    assert!(status.contains(&bound), "{status}");
     console(&mut a, "join");
     console(&mut b, "join");
 

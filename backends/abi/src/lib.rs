@@ -160,6 +160,12 @@ pub struct NET_BackendVTable {
     /// that parse succeeded or there was none, < 0 on a bad argument. The core calls it right
     /// after a failed `node_parse`, on the same thread, to tell the user more than the code.
     pub node_parse_error: Option<unsafe extern "C" fn(out: *mut c_char, out_len: usize) -> i32>,
+    /// Appended to version 1 (present when `size` covers it; may be NULL): what the open socket
+    /// is bound to, as one NUL-terminated line for the console's `status`, written into `out`
+    /// (capacity `out_len`), e.g. "interface veth0, MAC 02:00:00:00:00:01" or "IPv4 127.0.0.1:6526".
+    /// Returns the line's length (0: nothing to say), < 0 on a bad argument or handle.
+    pub describe_socket:
+        Option<unsafe extern "C" fn(socket: *mut c_void, out: *mut c_char, out_len: usize) -> i32>,
 }
 
 /// Size of the first (version 1) vtable: the smallest table the core accepts. Fields after it

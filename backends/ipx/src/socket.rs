@@ -313,4 +313,13 @@ impl BackendSocket for IpxSocket {
     fn bound_port(&self) -> u16 {
         self.local.socket
     }
+
+    /// The interface the raw socket is bound to: "interface veth0, MAC 02:00:00:00:00:01".
+    fn describe(&self) -> String {
+        format!(
+            "interface {}, MAC {}",
+            self.interface.name,
+            mac_text(&self.interface.mac)
+        )
+    }
 }

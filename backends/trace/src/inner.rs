@@ -78,6 +78,7 @@ pub struct Functions {
     pub last_error: LastErrorFn,
     pub bound_port: BoundPortFn,
     pub node_parse_error: Option<ParseErrorFn>,
+    pub describe_socket: Option<LastErrorFn>,
 }
 
 /// A loaded and validated inner backend; lives (with its library) until the process ends.
@@ -359,6 +360,7 @@ unsafe fn validate(
         last_error: table.last_error.ok_or_else(|| missing("last_error"))?,
         bound_port: table.bound_port.ok_or_else(|| missing("bound_port"))?,
         node_parse_error: table.node_parse_error,
+        describe_socket: table.describe_socket,
     };
     Ok(Inner {
         name,
@@ -453,6 +455,7 @@ mod tests {
             last_error: None,
             bound_port: None,
             node_parse_error: None,
+            describe_socket: None,
         };
         let check = |table: NET_BackendVTable| {
             // SAFETY: `table` is a complete local vtable.

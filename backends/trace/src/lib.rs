@@ -150,6 +150,7 @@ fn build_vtable(inner: &inner::Inner) -> NET_BackendVTable {
         last_error: Some(trace_last_error),
         bound_port: Some(trace_bound_port),
         node_parse_error: Some(trace_node_parse_error),
+        describe_socket: Some(trace_describe_socket),
     }
 }
 
@@ -414,6 +415,23 @@ unsafe extern "C" fn trace_last_error(
         }
         // SAFETY: `out` is non-NULL and writable for `out_len` (> 0) bytes.
         unsafe { socket.last_error(out, out_len) }
+    };
+    // SAFETY: `socket` is NULL or a handle from `open`.
+    unsafe { with_socket(socket, TAG, body) }
+}
+
+unsafe extern "C" fn trace_describe_socket(
+    socket: *mut c_void,
+    out: *mut c_char,
+    out_len: usize,
+) -> i32 {
+    let body = |socket: &mut TraceSocket| {
+        if out.is_null() || out_len == 0 {
+            return NET_BACKEND_ERR_INVALID;
+        }
+        // SAFETY: `out` is non-NULL and writable for `out_len` (> 0) bytes.
+        let written = unsafe { write_c_string(&socket.describe(), out, out_len) };
+        i32::try_from(written).unwrap_or(i32::MAX)
     };
     // SAFETY: `socket` is NULL or a handle from `open`.
     unsafe { with_socket(socket, TAG, body) }

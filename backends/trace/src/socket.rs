@@ -230,6 +230,28 @@ impl TraceSocket {
         rc
     }
 
+    /// What this socket is, for `status`: the inner backend, what it says of its socket, and
+    /// the trace file: "trace of udp: IPv4 0.0.0.0:6526, ..., writing /tmp/t.trace".
+    pub fn describe(&self) -> String {
+        let mut line = format!("trace of {}", self.inner.name);
+        if let Some(describe) = self.inner.f.describe_socket {
+            let mut buf = [0 as c_char; 256];
+            // SAFETY: live inner handle; the inner backend writes at most buf.len() bytes.
+            let rc = unsafe { describe(self.handle, buf.as_mut_ptr(), buf.len()) };
+            buf[buf.len() - 1] = 0;
+            // SAFETY: buf is NUL-terminated.
+            let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+            if rc > 0 && !text.trim().is_empty() {
+                line.push_str(&format!(": {}", text.trim()));
+            }
+        }
+        match &self.recorder {
+            Some(recorder) => line.push_str(&format!(", writing {}", recorder.path().display())),
+            None => line.push_str(", not writing a file"),
+        }
+        line
+    }
+
     /// The trace backend's own error if it is the most recent, else the inner backend's.
     ///
     /// # Safety

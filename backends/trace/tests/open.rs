@@ -148,3 +148,38 @@ fn trace_options_are_not_passed_to_the_inner_backend() {
 fn open_reads_only_what_params_size_covers() {
     parsec_backend_abi::conformance::open_rejects_params_that_do_not_reach_the_port(traced());
 }
+
+#[test]
+fn describe_socket_names_the_inner_backend_where_it_is_bound_and_the_file() {
+    let dir = temp_dir("describe");
+    let file = dir.join("describe.log");
+    let s = Sock::open(&format!("file={}", file.display())).unwrap();
+    let port = common::print(traced(), &s.local_node())
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut buf = [0 as std::ffi::c_char; 256];
+    let describe = traced()
+        .describe_socket
+        .expect("the trace vtable has describe_socket");
+    // SAFETY: a live handle of the trace vtable and a buffer of the size given.
+    let n = unsafe { describe(s.handle, buf.as_mut_ptr(), buf.len()) };
+    let line = parsec_backend_abi::conformance::c_text(&buf);
+    assert_eq!(n as usize, line.len());
+    assert_eq!(
+        line,
+        format!(
+            "trace of udp: IPv4 127.0.0.1:{port}, broadcast 255.255.255.255, writing {}",
+            file.display()
+        )
+    );
+    // SAFETY: a NULL buffer must be refused, not written.
+    assert_eq!(
+        unsafe { describe(s.handle, std::ptr::null_mut(), 8) },
+        NET_BACKEND_ERR_INVALID
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

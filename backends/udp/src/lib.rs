@@ -95,6 +95,10 @@ impl BackendSocket for UdpSocket {
     fn bound_port(&self) -> u16 {
         self.ipv4_port()
     }
+
+    fn describe(&self) -> String {
+        UdpSocket::describe(self)
+    }
 }
 
 parsec_backend_abi::export_backend!(Udp, unless feature = "without-entry-symbol");

@@ -88,6 +88,20 @@ impl UdpSocket {
     }
 
     /// Port of the IPv4 socket.
+    /// What the socket is bound to, for the console's `status`: "IPv4 0.0.0.0:6526, IPv6
+    /// [::]:6526, broadcast 255.255.255.255".
+    pub fn describe(&self) -> String {
+        let mut line = format!(
+            "IPv4 {}",
+            SocketAddrV4::new(self.options.bind, self.v4.port)
+        );
+        if let Some(v6) = &self.v6 {
+            line.push_str(&format!(", IPv6 [{}]:{}", self.options.bind6, v6.port));
+        }
+        line.push_str(&format!(", broadcast {}", self.options.broadcast));
+        line
+    }
+
     pub fn ipv4_port(&self) -> u16 {
         self.v4.port
     }

@@ -73,6 +73,10 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         };
         let port = sub.packets().bound_port().unwrap_or(sub.packets().port());
         let _ = writeln!(out, "socket: open on port {port}, local node {local}");
+        // What the backend says its socket is bound to (an interface, addresses).
+        if let Some(binding) = sub.packets().socket_description() {
+            let _ = writeln!(out, "binding: {binding}");
+        }
     } else {
         let _ = writeln!(
             out,

@@ -42,10 +42,14 @@ struct Functions {
     node_parse: unsafe extern "C" fn(*const c_char, u16, *mut NET_Node) -> i32,
     broadcast_node: unsafe extern "C" fn(*mut c_void, u16, *mut NET_Node) -> i32,
     local_node: unsafe extern "C" fn(*mut c_void, *const NET_Node, *mut NET_Node) -> i32,
-    last_error: unsafe extern "C" fn(*mut c_void, *mut c_char, usize) -> i32,
+    last_error: LineFn,
     bound_port: unsafe extern "C" fn(*mut c_void) -> i32,
     node_parse_error: Option<unsafe extern "C" fn(*mut c_char, usize) -> i32>,
+    describe_socket: Option<LineFn>,
 }
+
+/// A backend function that writes one line about a socket (`last_error`, `describe_socket`).
+type LineFn = unsafe extern "C" fn(*mut c_void, *mut c_char, usize) -> i32;
 
 /// A backend whose vtable passed validation.
 pub struct Backend {
@@ -153,6 +157,7 @@ impl Backend {
             last_error: required!(last_error),
             bound_port: required!(bound_port),
             node_parse_error: table.node_parse_error,
+            describe_socket: table.describe_socket,
         };
         Ok(Arc::new(Backend {
             name,
@@ -424,15 +429,29 @@ impl BackendSocket {
 
     /// The backend's description of this socket's last error.
     pub fn last_error(&self) -> String {
+        self.read_line(self.backend.functions.last_error).1
+    }
+
+    /// What the socket is bound to, as the backend says it (an interface, an address), for
+    /// `status`; `None` when the backend's table has no `describe_socket` or it says nothing.
+    pub fn description(&self) -> Option<String> {
+        let describe = self.backend.functions.describe_socket?;
+        let (rc, line) = self.read_line(describe);
+        (rc > 0 && !line.is_empty()).then_some(line)
+    }
+
+    /// Call one of the backend's line writers on this socket: its result and the line.
+    fn read_line(&self, write: LineFn) -> (i32, String) {
         let mut buf = [0 as c_char; 256];
         // SAFETY: handle is live; the backend writes at most buf.len() bytes.
-        unsafe { (self.backend.functions.last_error)(self.handle, buf.as_mut_ptr(), buf.len()) };
+        let rc = unsafe { write(self.handle, buf.as_mut_ptr(), buf.len()) };
         buf[buf.len() - 1] = 0;
         // SAFETY: buf is NUL-terminated.
-        unsafe { CStr::from_ptr(buf.as_ptr()) }
+        let line = unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
             .trim()
-            .to_string()
+            .to_string();
+        (rc, line)
     }
 
     /// The port (or IPX socket number) the socket is bound to (what port 0 became).

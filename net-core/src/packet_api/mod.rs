@@ -180,6 +180,12 @@ impl PacketLayer {
         self.bound_port
     }
 
+    /// What the open socket is bound to, as its backend describes it (see
+    /// `BackendSocket::description`); `None` when closed or the backend says nothing.
+    pub fn socket_description(&self) -> Option<String> {
+        self.socket.as_ref().and_then(BackendSocket::description)
+    }
+
     /// Count a switch that failed before reaching the packet layer (a library that was refused).
     pub fn note_failed_switch(&mut self) {
         self.stats.failed_switches += 1;

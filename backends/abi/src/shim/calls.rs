@@ -53,6 +53,7 @@ pub const fn vtable<B: Backend>() -> NET_BackendVTable {
         last_error: Some(last_error::<B>),
         bound_port: Some(bound_port::<B>),
         node_parse_error: Some(node_parse_error),
+        describe_socket: Some(describe_socket::<B>),
     }
 }
 
@@ -338,12 +339,36 @@ unsafe extern "C" fn last_error<B: Backend>(
     out: *mut c_char,
     out_len: usize,
 ) -> i32 {
+    // SAFETY: `socket` is NULL or a handle from `open`; `out` is checked before the write.
+    unsafe { write_socket_line::<B, _>(socket, out, out_len, |s| s.last_error().to_string()) }
+}
+
+unsafe extern "C" fn describe_socket<B: Backend>(
+    socket: *mut c_void,
+    out: *mut c_char,
+    out_len: usize,
+) -> i32 {
+    // SAFETY: as for `last_error`.
+    unsafe { write_socket_line::<B, _>(socket, out, out_len, BackendSocket::describe) }
+}
+
+/// Write one line about a socket (`line` of it) into `out`: the length written, or
+/// `NET_BACKEND_ERR_INVALID` for a NULL or empty buffer or a bad handle.
+///
+/// # Safety
+/// `socket` is NULL or a handle from `open`; `out` is NULL or writable for `out_len` bytes.
+unsafe fn write_socket_line<B: Backend, F: FnOnce(&B::Socket) -> String>(
+    socket: *mut c_void,
+    out: *mut c_char,
+    out_len: usize,
+    line: F,
+) -> i32 {
     let body = |socket: &mut B::Socket| {
         if out.is_null() || out_len == 0 {
             return NET_BACKEND_ERR_INVALID;
         }
         // SAFETY: `out` is non-NULL and writable for `out_len` bytes.
-        let written = unsafe { write_c_string(socket.last_error(), out, out_len) };
+        let written = unsafe { write_c_string(&line(socket), out, out_len) };
         i32::try_from(written).unwrap_or(i32::MAX)
     };
     // SAFETY: `socket` is NULL or a handle from `open`.

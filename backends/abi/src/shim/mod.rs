@@ -117,6 +117,11 @@ pub trait BackendSocket: Send {
     fn last_error(&self) -> &str;
     /// The port actually bound (what port 0 became).
     fn bound_port(&self) -> u16;
+    /// What the socket is bound to, one line for the console's `status` (the vtable's
+    /// `describe_socket`), e.g. "interface veth0"; "" (the default) says nothing.
+    fn describe(&self) -> String {
+        String::new()
+    }
 }
 
 /// Build the static vtable of a [`Backend`] and export it. Expands, in the calling crate, to:

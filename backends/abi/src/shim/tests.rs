@@ -148,6 +148,10 @@ impl BackendSocket for LoopSocket {
     fn bound_port(&self) -> u16 {
         self.port
     }
+
+    fn describe(&self) -> String {
+        format!("loop port {}", self.port)
+    }
 }
 
 crate::export_backend!(Loop);
@@ -209,6 +213,7 @@ fn the_vtable_carries_the_backends_constants_and_every_function() {
     assert!(t.wait.is_some() && t.node_compare.is_some() && t.node_print.is_some());
     assert!(t.node_parse.is_some() && t.broadcast_node.is_some() && t.local_node.is_some());
     assert!(t.last_error.is_some() && t.bound_port.is_some());
+    assert!(t.node_parse_error.is_some() && t.describe_socket.is_some());
     // SAFETY: the entry accepts any version.
     unsafe {
         assert!(parsec_net_backend_entry(0).is_null());
@@ -409,6 +414,43 @@ fn a_handle_of_another_backend_is_refused() {
     }
     close(vtable(), ours);
     close(&OTHER_VTABLE, theirs);
+}
+
+#[test]
+fn describe_socket_writes_the_sockets_line_within_the_buffer_and_checks_its_arguments() {
+    let t = vtable();
+    let describe = t.describe_socket.unwrap();
+    let handle = open(t, 9, "").unwrap();
+    let mut buf = [0x55 as c_char; 32];
+    // SAFETY: an open handle; buffers of the sizes given, or NULL where the test says so.
+    unsafe {
+        assert_eq!(describe(handle, buf.as_mut_ptr(), buf.len()), 11);
+        assert_eq!(c_text(&buf), "loop port 9");
+        // Cut to the buffer, still terminated, nothing written past it.
+        let mut small = [0x55 as c_char; 6];
+        let n = describe(handle, small.as_mut_ptr(), 5);
+        assert_eq!((n, c_text(&small[..5]).as_str()), (4, "loop"));
+        assert_eq!(small[5], 0x55);
+        assert_eq!(
+            describe(handle, std::ptr::null_mut(), 8),
+            NET_BACKEND_ERR_INVALID
+        );
+        assert_eq!(
+            describe(handle, buf.as_mut_ptr(), 0),
+            NET_BACKEND_ERR_INVALID
+        );
+        assert_eq!(
+            describe(std::ptr::null_mut(), buf.as_mut_ptr(), 8),
+            NET_BACKEND_ERR_INVALID
+        );
+    }
+    // A handle of another backend is refused, not read.
+    let theirs = open(&OTHER_VTABLE, 0, "").unwrap();
+    // SAFETY: an open handle of the other backend and a valid buffer.
+    let rc = unsafe { describe(theirs, buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(rc, NET_BACKEND_ERR_INVALID);
+    close(&OTHER_VTABLE, theirs);
+    close(t, handle);
 }
 
 /// `node_parse_error` as the core calls it: right after `node_parse`, on the same thread.
