@@ -82,6 +82,9 @@ pub fn functions_without_a_socket_reject_null(
         assert_eq!(t.local_node.unwrap()(null_mut(), null(), &mut n), INVALID);
         assert_eq!(t.last_error.unwrap()(null_mut(), tp, tl), INVALID);
         assert_eq!(t.bound_port.unwrap()(null_mut()), INVALID);
+        if let Some(describe) = t.describe_socket {
+            assert_eq!(describe(null_mut(), tp, tl), INVALID);
+        }
 
         let compare = t.node_compare.unwrap();
         assert_eq!(compare(null(), &n), INVALID);
@@ -196,6 +199,20 @@ pub unsafe fn functions_with_a_socket_reject_null(
         let last_error = t.last_error.unwrap();
         assert_eq!(last_error(h, null_mut(), tl), INVALID);
         assert_eq!(last_error(h, tp, 0), INVALID);
+
+        if let Some(describe) = t.describe_socket {
+            assert_eq!(describe(h, null_mut(), tl), INVALID);
+            assert_eq!(describe(h, tp, 0), INVALID);
+            // A line that does not fit is cut, still terminated within the buffer.
+            let mut small = [0x55 as c_char; 9];
+            let written = describe(h, small.as_mut_ptr(), 8);
+            assert!(
+                (0..8).contains(&written),
+                "describe_socket wrote {written} of 8"
+            );
+            assert_eq!(small[written as usize], 0);
+            assert_eq!(small[8], 0x55, "describe_socket wrote past the buffer");
+        }
     }
     assert_eq!(n, node, "no function wrote a node while refusing");
 }
