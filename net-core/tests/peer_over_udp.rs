@@ -519,3 +519,102 @@ fn a_joined_player_stays_joined_across_backend_switches_and_its_ship_flies_on() 
         );
     }
 }
+
+/// The players named `name` in the player table of `sub` (its own entry is not in the table).
+fn seated_named(sub: &Subsystem, name: &str) -> Vec<u8> {
+    sub.protocol_module()
+        .and_then(|p| p.session())
+        .map(|s| {
+            s.players()
+                .iter()
+                .filter(|p| p.name.to_string() == name)
+                .map(|p| p.slot)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_the_join() {
+    // ada types `net.api udp` twice in a row: the second switch comes while the first one's
+    // reconnect is under way, after bo has seated her (and told her so) but before bo's reply
+    // reached her. bo must not keep that seat as a second ada beside the one that comes back,
+    // ada must not find herself in her own player table, and she stays joined.
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    console(&mut pair.a, "join");
+    console(&mut pair.b, "join");
+    let joined = pair.run_until(Duration::from_secs(10), |p| {
+        joins_since_seated(&p.ev_b, slot_of(&p.ev_a).unwrap()) == Some(1)
+    });
+    assert!(joined, "{:?}", pair.ev_b);
+    // Her replies come late, but well within her connect loop (10 requests 100 ms apart).
+    console(&mut pair.a, "net.sim lag 100");
+    console(&mut pair.a, "net.peer.connect_interval 100");
+    let out = console(&mut pair.a, "net.api udp");
+    assert!(out.contains("left the game"), "{out}");
+    // Until bo has seated the reconnecting ada (her reply is held by ada's lag).
+    let left_at = pair.ev_b.len();
+    let seated = pair.run_until(Duration::from_secs(10), |p| {
+        p.ev_b[left_at..]
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+    });
+    assert!(seated, "{:?}", pair.ev_b);
+    assert!(
+        !pair.ev_a[2..]
+            .iter()
+            .any(|e| matches!(e, GameEvent::Connected { .. })),
+        "ada must still be reconnecting: {:?}",
+        pair.ev_a
+    );
+    let out = console(&mut pair.a, "net.api udp");
+    assert!(out.contains("left the game"), "{out}");
+    let back = pair.run_until(Duration::from_secs(20), |p| {
+        p.ev_a
+            .iter()
+            .filter(|e| matches!(e, GameEvent::Connected { .. }))
+            .count()
+            == 2
+            && seated_named(&p.b, "ada").len() == 1
+    });
+    assert!(back, "{:?}\n{:?}", pair.ev_a, pair.ev_b);
+    // Long enough for any late reply or player list to the second reconnect.
+    pair.run_until(Duration::from_secs(2), |_| false);
+    assert_eq!(
+        seated_named(&pair.b, "ada").len(),
+        1,
+        "bo seats ada once: {}\n{:?}\n{:?}",
+        console(&mut pair.b, "players"),
+        pair.ev_a,
+        pair.ev_b
+    );
+    assert!(
+        seated_named(&pair.a, "ada").is_empty(),
+        "ada is not a player in her own table: {}",
+        console(&mut pair.a, "players")
+    );
+    let status = console(&mut pair.a, "status");
+    assert!(!status.contains("not joined"), "{status}");
+    // Her game was told she left once, and that she is back once.
+    let connection: Vec<&GameEvent> = pair
+        .ev_a
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
+            )
+        })
+        .collect();
+    assert!(
+        matches!(
+            connection.as_slice(),
+            [
+                GameEvent::Connected { .. },
+                GameEvent::Disconnected { .. },
+                GameEvent::Connected { .. }
+            ]
+        ),
+        "{connection:?}"
+    );
+}

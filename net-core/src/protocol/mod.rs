@@ -82,6 +82,19 @@ pub fn not_in_game_error(call: &str) -> NetError {
     )
 }
 
+/// What a connect still under way (no session yet) leaves for the next session: what it was
+/// given by an earlier backend switch, with its own token as an earlier one, since a player may
+/// have seated it before the reply came (see `ClientProtocol::resume_state_for_next`).
+pub(crate) fn pending_resume(
+    active: bool,
+    params: Option<&ConnectParams>,
+) -> Option<crate::session::ResumeState> {
+    let params = params.filter(|_| active)?;
+    let mut state = params.resume.as_deref().cloned().unwrap_or_default();
+    state.note_my_token(params.token);
+    Some(state)
+}
+
 /// Turns an IP address text and a port (as a server names another player) into a node of the
 /// active backend.
 pub type NodeResolver = Arc<dyn Fn(&str, u16) -> Option<Node> + Send + Sync>;
@@ -165,6 +178,14 @@ pub trait ClientProtocol: Send {
 
     /// Whether a connect is under way or done (a second `connect` is refused).
     fn is_active(&self) -> bool;
+
+    /// What the next session must pick up if this one ends now for a backend switch (see
+    /// `session::resume`): the session's, or, while still connecting, what the connect was
+    /// given (an earlier switch's) with this attempt's token among the earlier ones (a player
+    /// may have seated it already). None while idle.
+    fn resume_state_for_next(&self) -> Option<crate::session::ResumeState> {
+        self.session().map(Session::resume_state_for_next)
+    }
 
     /// Start connecting. Progress and the outcome arrive as events (Connected or Error).
     fn connect(&mut self, now: Instant, params: ConnectParams) -> NetResult<()>;

@@ -420,6 +420,13 @@ impl ClientProtocol for ServerClient {
         self.session.as_ref()
     }
 
+    fn resume_state_for_next(&self) -> Option<crate::session::ResumeState> {
+        if let Some(session) = &self.session {
+            return Some(session.resume_state_for_next());
+        }
+        super::pending_resume(self.is_active(), self.params.as_ref())
+    }
+
     fn session_mut(&mut self) -> Option<&mut Session> {
         self.session.as_mut()
     }

@@ -175,6 +175,23 @@ impl Subsystem {
         Ok(())
     }
 
+    /// Leave the game for a backend switch (which connects again). A reconnect still under way
+    /// (an earlier switch's) ends without a second DISCONNECTED: the game was told it left, and
+    /// has not been told it is back.
+    fn leave_for_switch(&mut self, now: Instant, reason: &str) -> NetResult<()> {
+        let in_game = self.session().is_some();
+        self.protocol_mut("disconnect")?.disconnect(now, reason)?;
+        if let Some(protocol) = self.protocol.as_mut().filter(|_| !in_game) {
+            while let Some(event) = protocol.poll_event() {
+                if !matches!(event, GameEvent::Disconnected { .. }) {
+                    self.game.deliver(now, event);
+                }
+            }
+        }
+        self.take_protocol_output(now);
+        Ok(())
+    }
+
     /// `join`: returns whether the player joined now. Joining while joined changes nothing
     /// and is no error: a backend switch keeps the player joined, and a game that joins again
     /// on the CONNECTED after it must not be refused.
@@ -282,10 +299,13 @@ impl Subsystem {
         // What the game queued that the others have not delivered goes out in the session
         // found over the new backend: per player (mesh) or to the server (star), exactly what
         // the other side misses (see `session::resume`).
-        if let Some(session) = self.protocol.as_ref().and_then(|p| p.session()) {
-            self.carry_resume = Some(session.resume_state_for_next());
-        }
-        self.disconnect_reason(now, &format!("switching packet backend to {spec}"))?;
+        // A reconnect still under way (an earlier switch's) hands on what it was given, and its
+        // token: a player may have seated it already, and must not keep that seat as a ghost.
+        self.carry_resume = self
+            .protocol
+            .as_ref()
+            .and_then(|p| p.resume_state_for_next());
+        self.leave_for_switch(now, &format!("switching packet backend to {spec}"))?;
         self.maintain(now);
         let switched = self.switch_to_backend(backend);
         // Connect again over whichever backend is active now (the old one if the switch failed).

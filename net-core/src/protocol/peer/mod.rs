@@ -1389,6 +1389,13 @@ impl ClientProtocol for PeerProtocol {
         self.phase != Phase::Idle
     }
 
+    fn resume_state_for_next(&self) -> Option<crate::session::ResumeState> {
+        if let Some(session) = &self.session {
+            return Some(session.resume_state_for_next());
+        }
+        crate::protocol::pending_resume(self.is_active(), self.params.as_ref())
+    }
+
     fn connect(&mut self, now: Instant, params: ConnectParams) -> NetResult<()> {
         if self.phase != Phase::Idle {
             return Err(NetError::new(
