@@ -468,7 +468,7 @@ impl ClientProtocol for ServerClient {
 
     fn disconnect(&mut self, _now: Instant, reason: &str) -> NetResult<()> {
         if self.phase == Phase::Idle {
-            return Err(NetError::new(ErrorCode::NotConnected, "not connected"));
+            return Err(crate::protocol::not_in_game_error("disconnect"));
         }
         self.close_stream();
         self.phase = Phase::Idle;

@@ -1427,7 +1427,7 @@ impl ClientProtocol for PeerProtocol {
     fn disconnect(&mut self, _now: Instant, reason: &str) -> NetResult<()> {
         self.rejoins_left = 0;
         if self.phase == Phase::Idle {
-            return Err(NetError::new(ErrorCode::NotConnected, "not connected"));
+            return Err(crate::protocol::not_in_game_error("disconnect"));
         }
         if self.phase == Phase::InGame {
             let nodes: Vec<Node> = self
