@@ -618,3 +618,35 @@ fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_
         "{connection:?}"
     );
 }
+
+#[test]
+fn net_subsys_says_whether_it_left_a_game_or_stopped_connecting() {
+    // Still looking for players: there is no game to leave.
+    let (mut lone, _) = loopback_game("lone");
+    console(&mut lone, "connect 127.0.0.1:9");
+    let out = console(&mut lone, "net.subsys gameserver");
+    assert_eq!(
+        out, "stopped connecting (peer) first; protocol gameserver selected",
+        "{out}"
+    );
+    let out = console(&mut lone, "net.subsys peer");
+    assert_eq!(out, "protocol peer selected");
+    // In a game: it is left, and the others are told.
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    let out = console(&mut pair.a, "net.subsys gameserver");
+    assert_eq!(
+        out, "disconnected from the peer game first; protocol gameserver selected",
+        "{out}"
+    );
+    let told = pair.run_until(Duration::from_secs(10), |p| {
+        p.ev_b
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+    });
+    assert!(told, "{:?}", pair.ev_b);
+    assert!(
+        matches!(pair.ev_a.last(), Some(GameEvent::Disconnected { reason }) if reason == "switching protocol to gameserver"),
+        "{:?}",
+        pair.ev_a
+    );
+}

@@ -56,9 +56,14 @@ impl Subsystem {
         let mut line = String::new();
         if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
             let previous = self.protocol_kind;
+            let in_game = self.session().is_some();
             self.disconnect_reason(now, &format!("switching protocol to {kind}"))?;
             self.maintain(now);
-            line.push_str(&format!("disconnected from the {previous} game first; "));
+            line.push_str(&if in_game {
+                format!("disconnected from the {previous} game first; ")
+            } else {
+                format!("stopped connecting ({previous}) first; ")
+            });
         }
         self.protocol = Some(module);
         self.protocol_kind = kind;
