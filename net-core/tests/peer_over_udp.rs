@@ -534,6 +534,16 @@ fn seated_named(sub: &Subsystem, name: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
+/// How many connect replies `sub`'s peer protocol has sent.
+fn replies_sent(sub: &Subsystem) -> u64 {
+    sub.protocol_module()
+        .unwrap()
+        .counters()
+        .into_iter()
+        .find(|(name, _)| *name == "replies sent")
+        .map_or(0, |(_, n)| n)
+}
+
 #[test]
 fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_the_join() {
     // ada types `net.api udp` twice in a row: the second switch comes while the first one's
@@ -567,6 +577,7 @@ fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_
         "ada must still be reconnecting: {:?}",
         pair.ev_a
     );
+    let replies_before = replies_sent(&pair.b);
     let out = console(&mut pair.a, "net.api udp");
     assert!(out.contains("left the game"), "{out}");
     let back = pair.run_until(Duration::from_secs(20), |p| {
@@ -595,6 +606,14 @@ fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_
     );
     let status = console(&mut pair.a, "status");
     assert!(!status.contains("not joined"), "{status}");
+    // bo stopped offering the abandoned seat once the next request named it (he would resend
+    // it up to net.peer.slot_tries = 20 times otherwise); the new seat's reply is resent a few
+    // times under ada's lag until her first packet confirms it.
+    let replies = replies_sent(&pair.b) - replies_before;
+    assert!(
+        replies <= 12,
+        "bo sent {replies} replies after ada's second switch"
+    );
     // Her game was told she left once, and that she is back once.
     let connection: Vec<&GameEvent> = pair
         .ev_a

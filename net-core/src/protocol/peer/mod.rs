@@ -686,6 +686,8 @@ impl PeerProtocol {
         }
         session.retire_tokens(&earlier);
         for token in earlier {
+            // A seat given to an earlier session that never confirmed it: stop resending it.
+            self.queue.remove(token);
             self.note_departed(token);
         }
     }
