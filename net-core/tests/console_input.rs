@@ -76,6 +76,21 @@ fn command_names_are_read_in_any_letter_case() {
 }
 
 #[test]
+fn protocol_and_built_in_backend_names_are_read_in_any_letter_case() {
+    let mut sub = Subsystem::new();
+    let (out, result) = exec(&mut sub, "net.subsys GameServer");
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(sub.protocol().to_string(), "gameserver");
+    let (out, result) = exec(&mut sub, "NET.SUBSYS PEER");
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(sub.protocol().to_string(), "peer");
+    assert_eq!(exec(&mut sub, "net.port 0").1, Ok(()));
+    let (out, result) = exec(&mut sub, "net.api UDP");
+    assert_eq!(result, Ok(()), "{out}");
+    assert!(exec(&mut sub, "net.api").0.ends_with("= udp"));
+}
+
+#[test]
 fn lines_refused_before_parsing_still_show_a_usage() {
     let mut sub = Subsystem::new();
     let (out, result) = exec(&mut sub, &"x".repeat(2000));
@@ -116,7 +131,16 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
             ErrorCode::Parse,
             "'fast' is not a number",
         ),
-        ("net.rate -5", ErrorCode::Parse, "is not a number"),
+        (
+            "net.rate -5",
+            ErrorCode::InvalidArgument,
+            "-5 is outside 0-",
+        ),
+        (
+            "net.sendfreq -1",
+            ErrorCode::InvalidArgument,
+            "-1 is outside 5-60 (Hz)",
+        ),
         (
             "net.server host:99999",
             ErrorCode::Parse,

@@ -252,6 +252,11 @@ pub fn no_args(args: &str) -> NetResult<()> {
 
 /// Parse a whole number argument in `lo..=hi`.
 pub fn number_in(args: &str, lo: u64, hi: u64, what: &str) -> NetResult<u64> {
+    if let Ok(negative @ ..0) = args.parse::<i64>() {
+        return Err(NetError::invalid(format!(
+            "{negative} is outside {lo}-{hi} ({what})"
+        )));
+    }
     let value: u64 = args.parse().map_err(|_| {
         NetError::new(
             crate::error::ErrorCode::Parse,

@@ -63,7 +63,12 @@ impl BackendSpec {
                 text.escape_debug()
             )));
         }
-        Ok(BackendSpec::Name(text.to_string()))
+        // The built-in names in any letter case (`net.api UDP`); other names are file names,
+        // whose case matters.
+        let builtin = BUILTIN_BACKENDS
+            .iter()
+            .find(|b| b.eq_ignore_ascii_case(text));
+        Ok(BackendSpec::Name(builtin.map_or(text, |b| *b).to_string()))
     }
 }
 

@@ -44,7 +44,8 @@ impl ProtocolKind {
 
     /// Parse a `net.subsys` argument.
     pub fn from_console_name(name: &str) -> Option<ProtocolKind> {
-        match name {
+        // Any letter case, as command names (`net.subsys GameServer`).
+        match name.to_ascii_lowercase().as_str() {
             "peer" => Some(ProtocolKind::Peer),
             "slotserver" => Some(ProtocolKind::SlotServer),
             "gameserver" => Some(ProtocolKind::GameServer),
