@@ -7,7 +7,8 @@
 //! which protocol produced the events. So that the views of its own slot and objects play back
 //! too, a recording also holds the game's own player (slot, name), its own ship state and the
 //! objects it created and killed, each once per frame as of the frame's start (see
-//! `record_own_changes`).
+//! `record_own_changes`). A recording begun in a game starts with what the game knew of it, so
+//! its playback shows the game as it was (see `record_snapshot`).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -16,7 +17,7 @@ use std::time::Instant;
 use crate::demo::{DemoItem, DemoPlayer, DemoRecorder, DemoSummary, OwnPlayer, PlaybackWorld};
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::rmev::{PlayerName, ShipState};
-use crate::session::GameEvent;
+use crate::session::{GameEvent, Session};
 
 /// Most events kept for a game that does not poll; the oldest are dropped (and counted).
 const EVENT_QUEUE_LIMIT: usize = 65_536;
@@ -263,8 +264,14 @@ impl GameInterface {
         }
     }
 
-    /// `record FILE`.
-    pub fn start_recording(&mut self, path: &Path, now: Instant) -> NetResult<String> {
+    /// `record FILE`. `session` is the game's session, if it has one: a recording begun in a
+    /// game starts with what the game knows of it (see `record_snapshot`).
+    pub fn start_recording(
+        &mut self,
+        path: &Path,
+        now: Instant,
+        session: Option<&Session>,
+    ) -> NetResult<String> {
         if self.recorder.is_some() {
             return Err(NetError::new(
                 ErrorCode::State,
@@ -279,8 +286,51 @@ impl GameInterface {
         }
         self.recorder = Some(DemoRecorder::create(path, now)?);
         self.own_objects.clear();
-        self.record_own_player(now);
+        match session {
+            Some(session) if self.own_slot == Some(session.my_slot()) => {
+                self.record_snapshot(now, session)
+            }
+            _ => self.record_own_player(now),
+        }
         Ok(format!("recording to {}", path.display()))
+    }
+
+    /// The start of a recording begun in a game: what the game knows of it, as the records that
+    /// made it known (SPEC section 8: played back, the game sees what it saw live). Connected
+    /// with the own player and ship state, as with every Connected; each remote player seated
+    /// as the session seats one (PlayerConnected with its name, PlayerJoined when joined) and
+    /// its ship state once one has arrived; the owners of the live objects, the game's own as it
+    /// records them (kind 15), the others' as kind 16. All at time zero, before anything else.
+    fn record_snapshot(&mut self, now: Instant, session: &Session) {
+        let own = session.my_slot();
+        self.record(now, DemoItem::Event(GameEvent::Connected { slot: own }));
+        self.record_own_player(now);
+        for player in session.players().iter() {
+            let slot = player.slot;
+            let name = player.name;
+            self.record(
+                now,
+                DemoItem::Event(GameEvent::PlayerConnected { slot, name }),
+            );
+            if player.joined {
+                self.record(now, DemoItem::Event(GameEvent::PlayerJoined { slot }));
+            }
+            if player.state_time.is_some() {
+                let state = player.state;
+                self.record(now, DemoItem::State { slot, state });
+            }
+        }
+        for (object_id, slot) in session.owners().entries() {
+            let item = if slot == own {
+                DemoItem::OwnObject {
+                    object_id,
+                    created: true,
+                }
+            } else {
+                DemoItem::ObjectOwner { object_id, slot }
+            };
+            self.record(now, item);
+        }
     }
 
     /// `play FILE`: the game sees the recorded events and states instead of live ones.

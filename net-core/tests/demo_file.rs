@@ -175,6 +175,14 @@ fn all_items() -> Vec<DemoItem> {
             object_id: u32::MAX,
             created: false,
         },
+        DemoItem::ObjectOwner {
+            object_id: 1,
+            slot: 0,
+        },
+        DemoItem::ObjectOwner {
+            object_id: u32::MAX,
+            slot: 15,
+        },
         DemoItem::Event(GameEvent::PlayerConnected {
             slot: 0,
             name: name("Alpha"),
@@ -465,6 +473,14 @@ fn encode_item_leaves_the_buffer_unchanged_on_error() {
             slot: 16,
             name: name("x"),
         })),
+        DemoItem::ObjectOwner {
+            object_id: 0,
+            slot: 1,
+        },
+        DemoItem::ObjectOwner {
+            object_id: 1,
+            slot: 16,
+        },
     ] {
         let err = encode_item(Duration::ZERO, &bad, &mut out).expect_err("invalid");
         assert_eq!(err.code, ErrorCode::InvalidArgument, "{bad:?}");
@@ -652,6 +668,14 @@ fn semantic_errors_inside_a_valid_crc_are_caught() {
             record(10, 15, &[0, 0, 0, 5, 2]),
             "bad created flag 2 (must be 0 or 1) at byte 55",
         ),
+        (record(10, 16, &[0, 0, 0, 0, 1]), "object id 0 at byte 51"),
+        (record(10, 16, &[0, 0, 0, 5, 16]), "bad slot 16 at byte 55"),
+        (record(10, 16, &[0, 0, 0, 5]), "shorter than its fields"),
+        (
+            record(10, 16, &[0, 0, 0, 5, 1, 0]),
+            "1 bytes after the record's fields",
+        ),
+        (record(10, 17, &[]), "unknown record kind 17"),
         (record(10, 1, &[]), "shorter than its fields"),
         (
             record(10, 9, &[0, 2, 0xff, 0xfe]),
@@ -903,20 +927,41 @@ struct Seen {
 /// The objects the two players of the live game create and kill.
 const OBJECTS: [u32; 3] = [500, 501, 700];
 
+/// What `sub`'s lookups answer now, as the game sees them while it handles `event`.
+fn look_up(sub: &Subsystem, event: GameEvent) -> Seen {
+    Seen {
+        event,
+        names: (0..16)
+            .map(|s| sub.player_name(s).map(|n| n.to_string()))
+            .collect(),
+        states: (0..16)
+            .map(|s| sub.player_state(s).map_err(|e| e.code))
+            .collect(),
+        owners: OBJECTS.iter().map(|&id| (id, sub.owner_of(id))).collect(),
+    }
+}
+
 /// Poll every waiting event of `sub`, looking everything up at each.
 fn poll_and_look_up(sub: &mut Subsystem, into: &mut Vec<Seen>) {
     while let Some(event) = sub.poll_event() {
-        into.push(Seen {
-            event,
-            names: (0..16)
-                .map(|s| sub.player_name(s).map(|n| n.to_string()))
-                .collect(),
-            states: (0..16)
-                .map(|s| sub.player_state(s).map_err(|e| e.code))
-                .collect(),
-            owners: OBJECTS.iter().map(|&id| (id, sub.owner_of(id))).collect(),
-        });
+        into.push(look_up(sub, event));
     }
+}
+
+/// Play the demo at `path` in a fresh instance with virtual time (every due item at its time),
+/// looking everything up at each event; the demo must end by itself.
+fn play_and_look_up(path: &Path) -> Vec<Seen> {
+    let mut player = Subsystem::new();
+    let start = Instant::now();
+    let reply = player.console_exec(&format!("play {}", path.display()), start);
+    assert!(reply.result.is_ok(), "{}", reply.output);
+    let mut seen = Vec::new();
+    while let Some(due) = player.next_wakeup() {
+        player.maintain(due);
+        poll_and_look_up(&mut player, &mut seen);
+    }
+    assert!(!player.game().is_playing());
+    seen
 }
 
 /// The ship of a player at frame `frame` (`base` tells the players apart).
@@ -1106,17 +1151,26 @@ fn a_played_demo_answers_every_lookup_as_the_live_game_did() {
     assert_eq!(last.states[a], Err(ErrorCode::NotConnected));
     assert!(last.names.iter().all(Option::is_none));
 
+    // Begun outside a game, the recording starts as it always did: the own player out of a
+    // game, nothing of anyone else (no snapshot), the Connected record when it came.
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    assert_eq!(contents.broken, None);
+    assert_eq!(
+        contents.items[0],
+        (Duration::ZERO, DemoItem::OwnPlayer(None))
+    );
+    let connected = |item: &DemoItem| matches!(item, DemoItem::Event(GameEvent::Connected { .. }));
+    assert_eq!(
+        contents.items.iter().filter(|(_, i)| connected(i)).count(),
+        1
+    );
+    assert!(!contents
+        .items
+        .iter()
+        .any(|(_, i)| matches!(i, DemoItem::ObjectOwner { .. })));
+
     // Played back in a fresh instance with virtual time: every due item at its time.
-    let mut player = Subsystem::new();
-    let start = Instant::now();
-    let reply = player.console_exec(&format!("play {}", path.0.display()), start);
-    assert!(reply.result.is_ok(), "{}", reply.output);
-    let mut seen_played = Vec::new();
-    while let Some(due) = player.next_wakeup() {
-        player.maintain(due);
-        poll_and_look_up(&mut player, &mut seen_played);
-    }
-    assert!(!player.game().is_playing());
+    let seen_played = play_and_look_up(&path.0);
     for (i, (live, played)) in seen_live.iter().zip(&seen_played).enumerate() {
         assert_eq!(
             live, played,
@@ -1196,4 +1250,186 @@ fn a_demo_without_own_player_records_still_plays_and_answers_lookups() {
     assert_eq!(name_of(&sub, 2), None);
     assert_eq!(code(&sub, 2), Some(ErrorCode::NotConnected));
     assert!(!sub.game().is_playing());
+}
+
+#[test]
+fn a_demo_recorded_mid_game_plays_back_the_game_as_it_was() {
+    let path = TempPath::new("mid-game");
+    let (mut alice, alice_addr) = loopback_game("alice");
+    let (mut bob, bob_addr) = loopback_game("bob");
+    console(&mut alice, &format!("connect {bob_addr}"));
+    console(&mut bob, &format!("connect {alice_addr}"));
+    let mut live = LiveGame {
+        alice,
+        bob,
+        frame: 0,
+        seen: Vec::new(),
+        bob_events: Vec::new(),
+    };
+    live.run_until("both connect", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            && slot_in(g.bob_events.iter().cloned()).is_some()
+    });
+    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
+    let alice_slot = slot_in(live.seen.iter().map(|s| s.event.clone())).expect("alice's slot");
+    console(&mut live.alice, "join");
+    console(&mut live.bob, "join");
+    // Bob renames himself and creates an object, alice creates one, then kills one of bob's.
+    console(&mut live.bob, "name bobby");
+    for (sub, object_id) in [(&mut live.bob, 500), (&mut live.alice, 700)] {
+        sub.queue_remote_event(RemoteEvent::CreateObject {
+            object_id,
+            class: 1,
+            pos: [1.0, 2.0, 3.0],
+            orient: [0.0, 0.0, 0.0, 1.0],
+            flags: 0,
+        })
+        .expect("object");
+    }
+    live.bob
+        .queue_remote_event(RemoteEvent::CreateLaser {
+            object_id: 501,
+            class: 2,
+            pos: [1.0, 2.0, 3.0],
+            dir: [0.0, 0.0, 1.0],
+        })
+        .expect("laser");
+    live.run_until("bob's name, objects, join and ship arrive", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerJoined { .. }))
+            && g.alice
+                .player_name(bob_slot)
+                .map(|n| n.to_string())
+                .as_deref()
+                == Some("bobby")
+            && g.alice.owner_of(501) == Some(bob_slot)
+            && g.alice.owner_of(500) == Some(bob_slot)
+            && g.alice
+                .player_state(bob_slot)
+                .is_ok_and(|s| s.pos[1] == 2000.0)
+    });
+    live.alice
+        .queue_remote_event(RemoteEvent::KillObject {
+            object_id: 501,
+            list_id: 1,
+        })
+        .expect("alice kills the laser");
+
+    // Bob's ship moves on while alice does not run a frame: its new state waits in her socket.
+    // A state is sent at most once per send tick (20 Hz): bob runs for three of them.
+    let moved = flying(3000.0, 0);
+    live.bob.set_local_state(moved).expect("state");
+    let until = Instant::now() + Duration::from_millis(150);
+    while Instant::now() < until {
+        live.bob.maintain(Instant::now());
+        let _ = live.bob.wait(Duration::from_millis(5));
+    }
+
+    // Alice starts recording in the middle of the game: what her lookups answer now is what
+    // the played demo must answer from its start.
+    console(&mut live.alice, &format!("record {}", path.0.display()));
+    let at_start = look_up(&live.alice, GameEvent::Connected { slot: alice_slot });
+    assert_eq!(
+        at_start.names[usize::from(bob_slot)].as_deref(),
+        Some("bobby")
+    );
+    assert_eq!(
+        at_start.owners,
+        vec![(500, Some(bob_slot)), (501, None), (700, Some(alice_slot))]
+    );
+    let before = live.seen.len();
+
+    // Her first frame takes bob's waiting state in: the recording has it too.
+    let frame = live.frame;
+    live.run_until("bob's moved ship arrives", |g| {
+        g.alice.player_state(bob_slot) == Ok(moved)
+    });
+    assert_eq!(
+        live.frame,
+        frame + 1,
+        "bob's state came in alice's first frame"
+    );
+
+    // Then bob says something and creates another laser.
+    console(&mut live.bob, "say after the start");
+    live.bob
+        .queue_remote_event(RemoteEvent::CreateLaser {
+            object_id: 501,
+            class: 2,
+            pos: [1.0, 2.0, 3.0],
+            dir: [0.0, 0.0, 1.0],
+        })
+        .expect("second laser");
+    live.run_until("bob's line and laser arrive", |g| {
+        g.seen[before..].iter().any(|s| {
+            matches!(
+                s.event,
+                GameEvent::Remote {
+                    event: RemoteEvent::SendText(_),
+                    ..
+                }
+            )
+        }) && g.alice.owner_of(501) == Some(bob_slot)
+    });
+    console(&mut live.alice, "stop");
+    let seen_after: Vec<Seen> = live.seen.drain(before..).collect();
+    assert!(!seen_after.is_empty());
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    assert_eq!(contents.broken, None);
+    let moved_state = DemoItem::State {
+        slot: bob_slot,
+        state: moved,
+    };
+    assert!(
+        contents.items.iter().any(|(_, item)| *item == moved_state),
+        "the state taken in the first frame of the recording is not in the file"
+    );
+
+    // Played back in a fresh instance: first the game as it was when the recording began, as
+    // the events that made it known, each answered by the lookups as they were then.
+    let played = play_and_look_up(&path.0);
+    let snapshot: Vec<GameEvent> = [
+        GameEvent::Connected { slot: alice_slot },
+        GameEvent::PlayerConnected {
+            slot: bob_slot,
+            name: name("bobby"),
+        },
+        GameEvent::PlayerJoined { slot: bob_slot },
+    ]
+    .into();
+    assert!(played.len() >= snapshot.len(), "{played:#?}");
+    for (seen, event) in played.iter().zip(&snapshot) {
+        let expected = Seen {
+            event: event.clone(),
+            names: at_start.names.clone(),
+            states: at_start.states.clone(),
+            owners: at_start.owners.clone(),
+        };
+        assert_eq!(seen, &expected, "the game at the start of the recording");
+    }
+    // Then exactly what the live game saw after the start, with the same answers.
+    let rest = &played[snapshot.len()..];
+    for (i, (live, played)) in seen_after.iter().zip(rest).enumerate() {
+        assert_eq!(
+            live, played,
+            "event {i} after the start: live (left) and played back (right) differ"
+        );
+    }
+    assert_eq!(seen_after.len(), rest.len());
+}
+
+#[test]
+fn a_recording_begun_outside_a_game_holds_no_snapshot() {
+    // No protocol yet, and a game that could connect but has not: the file starts with the
+    // own player out of a game, and holds nothing else.
+    let (loopback, _) = loopback_game("carol");
+    for mut sub in [Subsystem::new(), loopback] {
+        let path = TempPath::new("outside");
+        console(&mut sub, &format!("record {}", path.0.display()));
+        sub.maintain(Instant::now());
+        console(&mut sub, "stop");
+        let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+        assert_eq!(contents.broken, None);
+        let items: Vec<DemoItem> = contents.items.into_iter().map(|(_, i)| i).collect();
+        assert_eq!(items, vec![DemoItem::OwnPlayer(None)]);
+    }
 }

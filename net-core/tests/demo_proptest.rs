@@ -221,6 +221,8 @@ fn item() -> impl Strategy<Value = DemoItem> {
         1 => own_player.prop_map(DemoItem::OwnPlayer),
         1 => (nonzero(), any::<bool>())
             .prop_map(|(object_id, created)| DemoItem::OwnObject { object_id, created }),
+        1 => (nonzero(), slot())
+            .prop_map(|(object_id, slot)| DemoItem::ObjectOwner { object_id, slot }),
     ]
 }
 

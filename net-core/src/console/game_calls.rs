@@ -88,7 +88,7 @@ fn demo_path(args: &str) -> NetResult<&Path> {
 
 pub fn record(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     let path = demo_path(args)?;
-    sub.game_mut().start_recording(path, now)
+    sub.start_recording(path, now)
 }
 
 pub fn play(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {

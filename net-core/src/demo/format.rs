@@ -36,9 +36,10 @@
 //! | 13 | ServerList | count u32, errors string (a server-list fetch completed) |
 //! | 14 | OwnPlayer | in game u8 (0 or 1), then when 1: slot, name (the recording game's own) |
 //! | 15 | OwnObject | object id u32 (not 0), created u8 (1 created, 0 killed) by the game itself |
+//! | 16 | ObjectOwner | object id u32 (not 0), slot: a live object's creator, as recording began |
 //!
-//! Kinds 14 and 15 never reach the game as events: they keep what its lookups of its own slot
-//! and objects answer (files from before them still play; see docs/demo-format.md).
+//! Kinds 14, 15 and 16 never reach the game as events: they keep what its lookups of its own
+//! slot and of the objects answer (files from before them still play; see docs/demo-format.md).
 //!
 //! A remote event is written by the wire codec (`wire::write_event`, `wire::read_event`): event
 //! header, reliable id, body, with all of the wire format's validation. The reliable id means
@@ -104,6 +105,7 @@ pub enum RecordKind {
     ServerList = 13,
     OwnPlayer = 14,
     OwnObject = 15,
+    ObjectOwner = 16,
 }
 
 impl RecordKind {
@@ -124,6 +126,7 @@ impl RecordKind {
             13 => RecordKind::ServerList,
             14 => RecordKind::OwnPlayer,
             15 => RecordKind::OwnObject,
+            16 => RecordKind::ObjectOwner,
             _ => return None,
         })
     }
@@ -145,6 +148,7 @@ impl RecordKind {
             DemoItem::State { .. } => RecordKind::State,
             DemoItem::OwnPlayer(_) => RecordKind::OwnPlayer,
             DemoItem::OwnObject { .. } => RecordKind::OwnObject,
+            DemoItem::ObjectOwner { .. } => RecordKind::ObjectOwner,
         }
     }
 }
@@ -423,6 +427,13 @@ fn write_payload(item: &DemoItem, out: &mut Vec<u8>) -> NetResult<()> {
             put_u32(out, *object_id);
             out.push(u8::from(*created));
             Ok(())
+        }
+        DemoItem::ObjectOwner { object_id, slot } => {
+            if *object_id == 0 {
+                return Err(NetError::invalid("demo: object id 0 is not an object"));
+            }
+            put_u32(out, *object_id);
+            put_slot(out, *slot)
         }
     }
 }
@@ -741,15 +752,27 @@ fn read_own_player(r: &mut Reader<'_>) -> Result<Option<OwnPlayer>, Bad> {
     }))
 }
 
-fn read_own_object(r: &mut Reader<'_>) -> Result<DemoItem, Bad> {
+/// An object id, which must not be 0.
+fn read_object_id(r: &mut Reader<'_>) -> Result<u32, Bad> {
     let at = r.offset();
     let object_id = r.u32()?;
     if object_id == 0 {
         return Err(Bad::new(at, "object id 0"));
     }
+    Ok(object_id)
+}
+
+fn read_own_object(r: &mut Reader<'_>) -> Result<DemoItem, Bad> {
     Ok(DemoItem::OwnObject {
-        object_id,
+        object_id: read_object_id(r)?,
         created: read_flag(r, "created")?,
+    })
+}
+
+fn read_object_owner(r: &mut Reader<'_>) -> Result<DemoItem, Bad> {
+    Ok(DemoItem::ObjectOwner {
+        object_id: read_object_id(r)?,
+        slot: read_slot(r)?,
     })
 }
 
@@ -806,6 +829,7 @@ fn read_payload(kind: RecordKind, r: &mut Reader<'_>) -> Result<Option<DemoItem>
         }
         RecordKind::OwnPlayer => return Ok(Some(DemoItem::OwnPlayer(read_own_player(r)?))),
         RecordKind::OwnObject => return read_own_object(r).map(Some),
+        RecordKind::ObjectOwner => return read_object_owner(r).map(Some),
         RecordKind::End => return Ok(None),
     };
     Ok(Some(DemoItem::Event(event)))

@@ -29,9 +29,17 @@ pub use player::DemoPlayer;
 pub use recorder::{DemoRecorder, DemoSummary};
 pub use world::PlaybackWorld;
 
-/// One thing the game was handed while recording: an event, a player's ship state, or what the
+/// One thing the game was handed while recording: an event, a player's ship state, what the
 /// game's own player did that its lookups show (`NET_FetchPlayerName`, `NET_GetPlayerState`,
-/// `NET_FetchOwner` of its own slot and objects).
+/// `NET_FetchOwner` of its own slot and objects), or, at the start of a recording begun in a
+/// game, who created the objects that were alive then.
+///
+/// A recording begun in a game starts with a snapshot of what the game knew then, as items at
+/// time zero: Connected with the own player and ship state, every remote player's
+/// PlayerConnected (with the name it has), PlayerJoined when joined and its ship state when one
+/// had arrived, then the owners of the live objects (`OwnObject` for the game's own,
+/// `ObjectOwner` for the others'). Played back, the game is handed what it knew as events it
+/// would have seen, and its lookups answer as the live ones did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DemoItem {
     /// An event `NET_PollEvent` returned.
@@ -46,6 +54,10 @@ pub enum DemoItem {
     /// The recording game created (`created`) or killed the object `object_id` (non-zero), as
     /// its own `NET_RmEv*` calls did; never shown to the game as an event.
     OwnObject { object_id: u32, created: bool },
+    /// The object `object_id` (non-zero), created by the remote player in `slot` before the
+    /// recording began, was alive then: written at the start of a recording begun in a game, so
+    /// `NET_FetchOwner` answers for it; never shown to the game as an event.
+    ObjectOwner { object_id: u32, slot: u8 },
 }
 
 /// The recording game's own player while it is in a game.

@@ -5,7 +5,9 @@
 //! The answers must be the live game's: its own slot with its name and ship state, every player
 //! seated by PlayerConnected with a default state until its first state, nobody and "not
 //! connected" outside a game. A file from before the own-player records (kinds 14, 15) still
-//! plays: what it cannot say is filled in as described at [`PlaybackWorld::name`].
+//! plays: what it cannot say is filled in as described at [`PlaybackWorld::name`]. A recording
+//! begun in a game starts with the players and objects known then (see [`DemoItem`]), which
+//! build this world as the events and records that made them did.
 
 use super::{DemoItem, OwnPlayer};
 use crate::error::{ErrorCode, NetError, NetResult};
@@ -50,6 +52,11 @@ impl PlaybackWorld {
                 (true, None) => {}
                 (false, _) => self.owners.killed(*object_id),
             },
+            // Live, objects have owners only in a game.
+            DemoItem::ObjectOwner { object_id, slot } if self.own_slot.is_some() => {
+                self.owners.created(*object_id, *slot);
+            }
+            DemoItem::ObjectOwner { .. } => {}
             DemoItem::Event(event) => self.apply_event(event),
         }
     }
@@ -171,5 +178,59 @@ impl PlaybackWorld {
     /// The slot of the player that created `object_id`, while it lives.
     pub fn owner(&self, object_id: u32) -> Option<u8> {
         self.owners.owner(object_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> PlayerName {
+        PlayerName::new(s.as_bytes()).expect("test name")
+    }
+
+    #[test]
+    fn object_owners_of_a_snapshot_hold_in_a_game_only() {
+        let mut world = PlaybackWorld::default();
+        let owner = DemoItem::ObjectOwner {
+            object_id: 5,
+            slot: 3,
+        };
+        world.apply(&DemoItem::OwnPlayer(None));
+        world.apply(&owner);
+        assert_eq!(
+            world.owner(5),
+            None,
+            "outside a game no object has an owner"
+        );
+
+        world.apply(&DemoItem::Event(GameEvent::Connected { slot: 1 }));
+        world.apply(&DemoItem::OwnPlayer(Some(OwnPlayer {
+            slot: 1,
+            name: name("own"),
+        })));
+        world.apply(&DemoItem::Event(GameEvent::PlayerConnected {
+            slot: 3,
+            name: name("bob"),
+        }));
+        world.apply(&owner);
+        world.apply(&DemoItem::ObjectOwner {
+            object_id: 6,
+            slot: 3,
+        });
+        assert_eq!(world.owner(5), Some(3));
+        world.apply(&DemoItem::Event(GameEvent::Remote {
+            slot: 1,
+            event: RemoteEvent::KillObject {
+                object_id: 6,
+                list_id: 1,
+            },
+        }));
+        assert_eq!(world.owner(6), None, "killed");
+        world.apply(&DemoItem::Event(GameEvent::PlayerDisconnected {
+            slot: 3,
+            reason: "left".into(),
+        }));
+        assert_eq!(world.owner(5), None, "forgotten with its player");
     }
 }

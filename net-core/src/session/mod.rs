@@ -302,6 +302,11 @@ impl Session {
         self.owners.owner(object_id)
     }
 
+    /// Which player (this client's slot included) created which live object.
+    pub fn owners(&self) -> &ObjectOwners {
+        &self.owners
+    }
+
     pub fn stats(&self) -> &SessionStats {
         &self.stats
     }

@@ -2,7 +2,7 @@
 //! ship state and when we last heard from them; plus which player owns which object (from the
 //! creation events seen), for `NET_FetchOwner`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use crate::rmev::{PlayerName, ShipState, MAX_SLOTS};
@@ -116,6 +116,23 @@ impl ObjectOwners {
         self.owner.get(&object_id).copied()
     }
 
+    /// Every object with its owner, the oldest creation first (a demo recording begun in a game
+    /// starts with them).
+    pub fn entries(&self) -> Vec<(u32, u8)> {
+        // `order` may still hold killed ids, and holds an id created again after a kill twice:
+        // its place is that of the last creation.
+        let mut taken = HashSet::with_capacity(self.owner.len());
+        let mut entries: Vec<(u32, u8)> = self
+            .order
+            .iter()
+            .rev()
+            .filter(|id| taken.insert(**id))
+            .filter_map(|id| self.owner.get(id).map(|slot| (*id, *slot)))
+            .collect();
+        entries.reverse();
+        entries
+    }
+
     /// Forget every object of a slot (the player left).
     pub fn forget_slot(&mut self, slot: u8) {
         self.owner.retain(|_, s| *s != slot);
@@ -144,6 +161,22 @@ mod tests {
         assert!(owners.owner.len() <= MAX_OWNED_OBJECTS);
         assert_eq!(owners.owner(1), None, "oldest forgotten");
         assert_eq!(owners.owner(MAX_OWNED_OBJECTS as u32 + 10), Some(1));
+    }
+
+    #[test]
+    fn entries_are_the_live_objects_oldest_first() {
+        let mut owners = ObjectOwners::default();
+        owners.created(7, 2);
+        owners.created(8, 3);
+        owners.created(9, 2);
+        owners.killed(8);
+        owners.killed(7);
+        owners.created(7, 4);
+        owners.created(10, 5);
+        owners.forget_slot(5);
+        assert_eq!(owners.entries(), vec![(9, 2), (7, 4)]);
+        owners.clear();
+        assert!(owners.entries().is_empty());
     }
 
     #[test]

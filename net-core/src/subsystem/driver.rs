@@ -3,6 +3,7 @@
 //! runs timers, refreshes time-critical positions, sends) and routes what comes out: events to
 //! the game (and to a demo being recorded), datagrams to the backend.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -323,6 +324,25 @@ impl Subsystem {
             )),
             (Err(err), _) => Err(err),
         }
+    }
+
+    /// `record FILE`. Begun in a game, the recording starts with what the game knows of it
+    /// (the players, their names, join status and ships, the objects' owners; see
+    /// `GameInterface::record_snapshot`), so a played demo shows the game as it was.
+    ///
+    /// What the protocol has for the game goes to it first, unrecorded: it happened before the
+    /// recording, and the snapshot, taken from the session, already holds what it did. Remote
+    /// ship states are taken for the recording from here on, not only from the next frame.
+    pub fn start_recording(&mut self, path: &Path, now: Instant) -> NetResult<String> {
+        if !self.game.is_recording() && !self.game.is_playing() {
+            self.take_protocol_output(now);
+        }
+        let session = self.protocol.as_ref().and_then(|p| p.session());
+        let line = self.game.start_recording(path, now, session)?;
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            session.set_state_tap(true);
+        }
+        Ok(line)
     }
 
     // ----- the frame --------------------------------------------------------------------------
