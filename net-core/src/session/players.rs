@@ -2,7 +2,7 @@
 //! ship state and when we last heard from them; plus which player owns which object (from the
 //! creation events seen), for `NET_FetchOwner`.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use crate::rmev::{PlayerName, ShipState, MAX_SLOTS};
@@ -85,57 +85,80 @@ impl PlayerTable {
     }
 }
 
-/// Most objects whose owner is remembered; the oldest are forgotten first.
+/// Most live objects whose owner is remembered; past that, the oldest are forgotten first.
 const MAX_OWNED_OBJECTS: usize = 65_536;
 
 /// Which slot created which object.
+///
+/// Objects are forgotten when killed, when their player leaves, or (the oldest first) when more
+/// than [`MAX_OWNED_OBJECTS`] are alive. A space game creates and kills lasers all the time, so
+/// the limit counts live objects only: a station created first keeps its owner however many
+/// shots came after it.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectOwners {
-    owner: HashMap<u32, u8>,
-    order: VecDeque<u32>,
+    /// Live object -> (owner slot, creation number).
+    owner: HashMap<u32, (u8, u64)>,
+    /// Creations in order, (object id, creation number); an entry whose number no longer
+    /// matches `owner` is dead (killed, forgotten, or the id created again since).
+    order: VecDeque<(u32, u64)>,
+    next_creation: u64,
 }
 
 impl ObjectOwners {
     pub fn created(&mut self, object_id: u32, slot: u8) {
-        if self.owner.insert(object_id, slot).is_none() {
-            self.order.push_back(object_id);
-            if self.order.len() > MAX_OWNED_OBJECTS {
-                if let Some(old) = self.order.pop_front() {
-                    self.owner.remove(&old);
-                }
+        if let Some((owner, _)) = self.owner.get_mut(&object_id) {
+            *owner = slot; // created again without a kill: same place in the order
+            return;
+        }
+        let creation = self.next_creation;
+        self.next_creation += 1;
+        self.owner.insert(object_id, (slot, creation));
+        self.order.push_back((object_id, creation));
+        while self.owner.len() > MAX_OWNED_OBJECTS {
+            let Some((old, number)) = self.order.pop_front() else {
+                break;
+            };
+            if self.is_live(old, number) {
+                self.owner.remove(&old);
             }
+        }
+        // Dead entries are dropped once they outnumber the live ones (amortised: each entry
+        // is looked at once per doubling).
+        if self.order.len() > 2 * self.owner.len() + 64 {
+            let owner = &self.owner;
+            self.order
+                .retain(|(id, number)| owner.get(id).is_some_and(|(_, n)| n == number));
         }
     }
 
+    fn is_live(&self, object_id: u32, creation: u64) -> bool {
+        self.owner
+            .get(&object_id)
+            .is_some_and(|(_, number)| *number == creation)
+    }
+
     pub fn killed(&mut self, object_id: u32) {
-        // The order queue keeps the id until it ages out; a re-created id is re-added there.
+        // Its entry in `order` is dead from now on and is dropped later.
         self.owner.remove(&object_id);
     }
 
     pub fn owner(&self, object_id: u32) -> Option<u8> {
-        self.owner.get(&object_id).copied()
+        self.owner.get(&object_id).map(|(slot, _)| *slot)
     }
 
     /// Every object with its owner, the oldest creation first (a demo recording begun in a game
     /// starts with them).
     pub fn entries(&self) -> Vec<(u32, u8)> {
-        // `order` may still hold killed ids, and holds an id created again after a kill twice:
-        // its place is that of the last creation.
-        let mut taken = HashSet::with_capacity(self.owner.len());
-        let mut entries: Vec<(u32, u8)> = self
-            .order
+        self.order
             .iter()
-            .rev()
-            .filter(|id| taken.insert(**id))
-            .filter_map(|id| self.owner.get(id).map(|slot| (*id, *slot)))
-            .collect();
-        entries.reverse();
-        entries
+            .filter(|(id, number)| self.is_live(*id, *number))
+            .filter_map(|(id, _)| self.owner(*id).map(|slot| (*id, slot)))
+            .collect()
     }
 
     /// Forget every object of a slot (the player left).
     pub fn forget_slot(&mut self, slot: u8) {
-        self.owner.retain(|_, s| *s != slot);
+        self.owner.retain(|_, (s, _)| *s != slot);
     }
 
     pub fn clear(&mut self) {
@@ -161,6 +184,36 @@ mod tests {
         assert!(owners.owner.len() <= MAX_OWNED_OBJECTS);
         assert_eq!(owners.owner(1), None, "oldest forgotten");
         assert_eq!(owners.owner(MAX_OWNED_OBJECTS as u32 + 10), Some(1));
+    }
+
+    #[test]
+    fn a_long_lived_object_keeps_its_owner_however_many_objects_come_and_go() {
+        let mut owners = ObjectOwners::default();
+        owners.created(1, 3); // a station
+        owners.created(2, 1);
+        owners.killed(2);
+        for shot in 0..(3 * MAX_OWNED_OBJECTS as u32) {
+            let id = 1000 + shot % 5000;
+            owners.created(id, 2);
+            owners.killed(id);
+        }
+        // Object 2 again: its first creation's entry ages out later and must not take it.
+        owners.created(2, 0);
+        for shot in 0..(3 * MAX_OWNED_OBJECTS as u32) {
+            owners.created(10_000 + shot, 2);
+            owners.killed(10_000 + shot);
+        }
+        assert_eq!(owners.owner(1), Some(3), "the station keeps its owner");
+        assert_eq!(
+            owners.owner(2),
+            Some(0),
+            "the re-created object keeps its owner"
+        );
+        assert_eq!(owners.entries(), vec![(1, 3), (2, 0)]);
+        assert!(
+            owners.order.len() <= 2 * owners.owner.len() + 64,
+            "dead entries are dropped"
+        );
     }
 
     #[test]
