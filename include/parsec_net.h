@@ -469,7 +469,7 @@ int32_t NET_RmEvCreateExtra(uint32_t object_id, uint16_t extra_index, const floa
 int32_t NET_RmEvKillObject(uint32_t object_id, uint8_t list_id);
 
 /**
- * RE_SENDTEXT: a chat line (at most 255 bytes).
+ * RE_SENDTEXT: a chat line (1-255 bytes).
  *
  * # Safety
  * `text` must be a NUL-terminated string.
@@ -526,8 +526,8 @@ void NET_Shutdown(void);
 uint32_t NET_GetAbiVersion(void);
 
 /**
- * The message of the last failed call on this thread ("" if none). The pointer stays valid
- * until the next failing call on the same thread.
+ * The message of the last failed call on this thread ("" if none). The pointer stays valid for
+ * the thread's life; the next failing call on the same thread replaces the text it points to.
  */
 const char *NET_GetLastError(void);
 

@@ -3,23 +3,36 @@
 //! unwind into C or trust a pointer or length it was given.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use net_core::{ErrorCode, NetError, NetResult};
 
+/// Capacity of the last-error buffer (a longer message is cut at a character boundary).
+const LAST_ERROR_CAP: usize = 2048;
+
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// One fixed buffer per thread: a failure rewrites the text in place, so a pointer
+    /// `NET_GetLastError` returned stays readable for the thread's life (a C caller that reads
+    /// it after the next failure, as `printf("%d %s", f(), NET_GetLastError())` may, sees the
+    /// newer message, never freed memory).
+    static LAST_ERROR: RefCell<Box<[c_char; LAST_ERROR_CAP]>> =
+        RefCell::new(Box::new([0; LAST_ERROR_CAP]));
 }
 
 /// Remember `err` as this thread's last error (for `NET_GetLastError`) and log it at debug level.
 pub fn set_last_error(err: &NetError) {
     log::debug!("C API error {}: {}", err.code.number(), err.message);
-    let text = CString::new(err.message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    let text = err.message.replace('\0', " ");
+    LAST_ERROR.with(|e| {
+        let mut buffer = e.borrow_mut();
+        // SAFETY: the buffer is writable for LAST_ERROR_CAP bytes.
+        unsafe { write_c_text(&text, buffer.as_mut_ptr(), LAST_ERROR_CAP) };
+    });
 }
 
-/// Pointer to this thread's last error message; valid until the next failing call on this thread.
+/// Pointer to this thread's last error message: valid for the thread's life, its text replaced
+/// by the next failing call on this thread.
 pub fn last_error_ptr() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
@@ -95,6 +108,24 @@ pub unsafe fn read_c_text<'a>(ptr: *const c_char, max: usize, what: &str) -> Net
     }
     let slice = std::slice::from_raw_parts(bytes, len);
     std::str::from_utf8(slice).map_err(|_| NetError::invalid(format!("{what} is not valid UTF-8")))
+}
+
+/// As `read_c_text`, but an empty string is refused too (`INVALID_ARGUMENT`, "WHAT is empty"):
+/// names and chat lines are 1-N bytes. Checked before the instance is looked at, as NULL and
+/// length are, so the answer does not depend on `NET_Init`.
+///
+/// # Safety
+/// `ptr` must be NULL or a NUL-terminated string.
+pub unsafe fn read_c_text_nonempty<'a>(
+    ptr: *const c_char,
+    max: usize,
+    what: &str,
+) -> NetResult<&'a str> {
+    let text = read_c_text(ptr, max, what)?;
+    if text.is_empty() {
+        return Err(NetError::invalid(format!("{what} is empty")));
+    }
+    Ok(text)
 }
 
 /// Copy `text` into a C buffer, truncated at a character boundary, NUL-terminated.

@@ -10,7 +10,9 @@ use net_core::rmev::{
 };
 use net_core::{ErrorCode, NetError, NetResult};
 
-use crate::ffi_guard::{guard, guard_code, read_c_text, require_non_null, require_sane_len};
+use crate::ffi_guard::{
+    guard, guard_code, read_c_text_nonempty, require_non_null, require_sane_len,
+};
 use crate::game_types::{NET_Event, NET_ShipState, NET_SEND_RELIABLE};
 use crate::global::{with_subsystem, with_subsystem_timed};
 
@@ -49,7 +51,7 @@ fn object_id(id: u32) -> NetResult<u32> {
 #[no_mangle]
 pub unsafe extern "C" fn NET_SetPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
-        let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
+        let name = read_c_text_nonempty(name, MAX_NAME_LEN, "player name")?;
         with_subsystem(|sub| sub.set_player_name(name).map(|()| 0))
     })
 }
@@ -62,8 +64,14 @@ pub unsafe extern "C" fn NET_SetPlayerName(name: *const c_char) -> i32 {
 pub unsafe extern "C" fn NET_SetLocalState(state: *const NET_ShipState) -> i32 {
     guard_code(|| {
         require_non_null(state, "state")?;
-        let state = state.read_unaligned();
-        with_subsystem(|sub| sub.set_local_state(state.into()).map(|()| 0))
+        let state: net_core::rmev::ShipState = state.read_unaligned().into();
+        // Checked here too, so a NaN is INVALID_ARGUMENT before NET_Init as after it.
+        if !state.is_finite() {
+            return Err(NetError::invalid(
+                "ship state has a non-finite number (NaN or infinity)",
+            ));
+        }
+        with_subsystem(|sub| sub.set_local_state(state).map(|()| 0))
     })
 }
 
@@ -293,14 +301,14 @@ pub extern "C" fn NET_RmEvKillObject(object_id: u32, list_id: u8) -> i32 {
     })
 }
 
-/// RE_SENDTEXT: a chat line (at most 255 bytes).
+/// RE_SENDTEXT: a chat line (1-255 bytes).
 ///
 /// # Safety
 /// `text` must be a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn NET_RmEvSendText(text: *const c_char) -> i32 {
     guard_code(|| {
-        let text = read_c_text(text, MAX_TEXT_LEN, "text")?;
+        let text = read_c_text_nonempty(text, MAX_TEXT_LEN, "text")?;
         let text = ChatText::new(text.as_bytes())
             .map_err(|e| NetError::new(ErrorCode::TooLarge, format!("text {e}")))?;
         Ok(send(RemoteEvent::SendText(text)))
@@ -315,7 +323,7 @@ pub unsafe extern "C" fn NET_RmEvSendText(text: *const c_char) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn NET_RmEvPlayerName(name: *const c_char) -> i32 {
     guard_code(|| {
-        let name = read_c_text(name, MAX_NAME_LEN, "player name")?;
+        let name = read_c_text_nonempty(name, MAX_NAME_LEN, "player name")?;
         with_subsystem_timed(|sub, now| {
             // Only a name the others were told (or a server was asked for) becomes the local
             // name; a server's refusal puts the old one back later.

@@ -46,8 +46,8 @@ pub extern "C" fn NET_GetAbiVersion() -> u32 {
     jump_table::NET_ABI_VERSION
 }
 
-/// The message of the last failed call on this thread ("" if none). The pointer stays valid
-/// until the next failing call on the same thread.
+/// The message of the last failed call on this thread ("" if none). The pointer stays valid for
+/// the thread's life; the next failing call on the same thread replaces the text it points to.
 #[no_mangle]
 pub extern "C" fn NET_GetLastError() -> *const c_char {
     last_error_ptr()

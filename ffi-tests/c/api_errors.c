@@ -397,6 +397,27 @@ static void check_logging(void)
                 "");
 }
 
+/* The common C idiom printf("%d %s", NET_Foo(), NET_GetLastError()) may call NET_GetLastError
+ * first (argument order is unspecified) and read the pointer after NET_Foo failed again: the
+ * pointer must stay readable (the text is replaced, not freed), so such a line prints the old
+ * or the new message, never freed memory (ASan and valgrind would see a read after free). */
+static void check_last_error_pointer(void)
+{
+    const char *held;
+    char detail[300];
+
+    expect_code("NET_PollEvent(NULL) (first failure)", NET_PollEvent(NULL),
+                NET_ERR_INVALID_ARGUMENT);
+    held = NET_GetLastError();
+    expect_code("NET_SetPlayerName(NULL) (second failure)", NET_SetPlayerName(NULL),
+                NET_ERR_INVALID_ARGUMENT);
+    expect_true("a NET_GetLastError() pointer stays valid across the next failure",
+                held == NET_GetLastError(), "");
+    snprintf(detail, sizeof detail, "held pointer reads \"%s\"", held);
+    expect_true("the held pointer reads the newest message", strcmp(held, "player name is NULL") == 0,
+                detail);
+}
+
 int main(void)
 {
     const NET_JumpTable *table = NET_GetJumpTable();
@@ -411,6 +432,7 @@ int main(void)
     NET_Shutdown();
     expect_true("NET_Shutdown() before NET_Init returns", 1, "");
     expect_all_calls_fail("before NET_Init", NET_ERR_NOT_INITIALIZED);
+    check_last_error_pointer();
     expect_code("NET_SetLogCallback(level 9) before NET_Init", NET_SetLogCallback(NULL, NULL, 9),
                 NET_ERR_INVALID_ARGUMENT);
 
