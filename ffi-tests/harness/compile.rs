@@ -305,8 +305,9 @@ fn is_up_to_date(output: &Path, inputs: &[PathBuf]) -> bool {
         .all(|input| modified(input).is_some_and(|t| t < built))
 }
 
-/// Run the compiler with `args -o <temporary>` and rename the result to `output`.
-fn compile_to(lang: Lang, args: &[OsString], output: &Path) -> Result<(), String> {
+/// Run the compiler with `args -o <temporary>` and rename the result to `output` (no flags are
+/// added: `args` holds all of them). Returns the compiler's complaint on failure.
+pub fn compile_to(lang: Lang, args: &[OsString], output: &Path) -> Result<(), String> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut temporary = output.as_os_str().to_os_string();
     temporary.push(format!(
