@@ -111,8 +111,10 @@ pub unsafe fn read_c_text<'a>(ptr: *const c_char, max: usize, what: &str) -> Net
 }
 
 /// As `read_c_text`, but an empty string is refused too (`INVALID_ARGUMENT`, "WHAT is empty"):
-/// names and chat lines are 1-N bytes. Checked before the instance is looked at, as NULL and
-/// length are, so the answer does not depend on `NET_Init`.
+/// names and chat lines are 1-N bytes, and, as the console's lines, without control characters
+/// other than tab (a line break or a terminal escape in another player's HUD or server list).
+/// Checked before the instance is looked at, as NULL and length are, so the answer does not
+/// depend on `NET_Init`.
 ///
 /// # Safety
 /// `ptr` must be NULL or a NUL-terminated string.
@@ -124,6 +126,11 @@ pub unsafe fn read_c_text_nonempty<'a>(
     let text = read_c_text(ptr, max, what)?;
     if text.is_empty() {
         return Err(NetError::invalid(format!("{what} is empty")));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\t') {
+        return Err(NetError::invalid(format!(
+            "{what} contains the control character {c:?}"
+        )));
     }
     Ok(text)
 }

@@ -123,6 +123,9 @@ static void bad_arguments(const char *when)
     long_text[sizeof long_text - 1] = '\0';
     EXPECT(NET_RmEvSendText(long_text /* 5999 bytes */), NET_ERR_TOO_LARGE);
     EXPECT(NET_RmEvSendText("bad \xff\xfe UTF-8"), NET_ERR_INVALID_ARGUMENT);
+    /* Control characters (a line break, a terminal escape) are refused, as the console does. */
+    EXPECT(NET_RmEvSendText("two\nlines"), NET_ERR_INVALID_ARGUMENT);
+    EXPECT(NET_RmEvSendText("\x1b[2J clear screen"), NET_ERR_INVALID_ARGUMENT);
 
     /* Names: 1-31 bytes. */
     memset(name32, 'n', 32);
@@ -134,6 +137,8 @@ static void bad_arguments(const char *when)
     EXPECT(NET_SetPlayerName(name32 /* 32 bytes */), NET_ERR_TOO_LARGE);
     EXPECT(NET_SetPlayerName(""), NET_ERR_INVALID_ARGUMENT);
     EXPECT(NET_SetPlayerName("bad \xc3"), NET_ERR_INVALID_ARGUMENT);
+    EXPECT(NET_SetPlayerName("bad\nname"), NET_ERR_INVALID_ARGUMENT);
+    EXPECT(NET_RmEvPlayerName("bell\a"), NET_ERR_INVALID_ARGUMENT);
 
     /* Custom events: at most 256 bytes, flags 0 or NET_SEND_RELIABLE. */
     EXPECT(NET_RmEvCustom(1, data, 257, NET_SEND_RELIABLE), NET_ERR_TOO_LARGE);
