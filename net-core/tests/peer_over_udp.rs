@@ -669,3 +669,67 @@ fn net_subsys_says_whether_it_left_a_game_or_stopped_connecting() {
         pair.ev_a
     );
 }
+
+#[test]
+fn a_player_that_leaves_while_its_reconnect_is_seated_but_unanswered_leaves_no_ghost() {
+    // ada switches backend; bo seats her reconnect, but his reply is still held by ada's lag
+    // when she leaves (`disconnect`, or another protocol). Her reconnect never got a slot, so
+    // it has no DISCONNECT to send: it withdraws its request instead, and bo frees the seat at
+    // once (the silence timeout is set far beyond the test's limits, so only that can free it).
+    for leave in ["disconnect", "net.subsys gameserver"] {
+        let mut pair = Pair::connected(&["net.timeout 300"], Duration::from_secs(20));
+        console(&mut pair.a, "net.sim lag 100");
+        console(&mut pair.a, "net.peer.connect_interval 100");
+        let out = console(&mut pair.a, "net.api udp");
+        assert!(out.contains("left the game"), "{out}");
+        let left_at = pair.ev_b.len();
+        let seated = pair.run_until(Duration::from_secs(10), |p| {
+            p.ev_b[left_at..]
+                .iter()
+                .any(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+        });
+        assert!(seated, "{leave}: {:?}", pair.ev_b);
+        assert!(
+            !pair.ev_a[1..]
+                .iter()
+                .any(|e| matches!(e, GameEvent::Connected { .. })),
+            "{leave}: ada must still be reconnecting: {:?}",
+            pair.ev_a
+        );
+        let out = console(&mut pair.a, leave);
+        assert!(
+            leave == "disconnect" || out.starts_with("stopped connecting (peer) first"),
+            "{out}"
+        );
+        let freed = pair.run_until(Duration::from_secs(30), |p| {
+            seated_named(&p.b, "ada").is_empty()
+        });
+        assert!(
+            freed,
+            "{leave}: bo still seats ada: {}",
+            console(&mut pair.b, "players")
+        );
+        // His game saw her leave, and her seated reconnect appear and leave, once each.
+        let connected = pair.ev_b[left_at..]
+            .iter()
+            .filter(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            .count();
+        let disconnected = pair.ev_b[left_at..]
+            .iter()
+            .filter(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+            .count();
+        assert_eq!(
+            (connected, disconnected),
+            (1, 2),
+            "{leave}: {:?}",
+            pair.ev_b
+        );
+        // Nothing brings her back: no late reply or player list seats her again.
+        pair.run_until(Duration::from_secs(1), |_| false);
+        assert!(seated_named(&pair.b, "ada").is_empty(), "{leave}");
+        assert!(
+            !pair.a.protocol_module().is_some_and(|p| p.is_active()),
+            "{leave}"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! plus the events it gave the game, shared by the simulated peer tests.
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,6 +18,8 @@ pub struct PeerNode {
     /// The simulated network node (address) it uses.
     pub index: usize,
     pub events: Vec<GameEvent>,
+    /// Datagrams a test puts on the wire from this node (sent before the protocol's own).
+    pub outbox: VecDeque<Transmit>,
     buf: Vec<u8>,
 }
 
@@ -26,6 +29,7 @@ impl PeerNode {
             proto: PeerProtocol::new(PeerTimings::default()),
             index,
             events: Vec::new(),
+            outbox: VecDeque::new(),
             buf: vec![0; 1400],
         }
     }
@@ -42,8 +46,24 @@ impl PeerNode {
 
     /// Connect, picking up what an earlier session left (a backend switch).
     pub fn connect_resuming(&mut self, now: Instant, token: u32, resume: Option<ResumeState>) {
+        self.connect_with(now, token, None, resume);
+    }
+
+    /// Connect by sending the requests to the node of one player (`connect HOST:PORT`), not by
+    /// broadcast.
+    pub fn connect_to(&mut self, now: Instant, token: u32, target: usize) {
+        self.connect_with(now, token, Some(sim::node(target)), None);
+    }
+
+    fn connect_with(
+        &mut self,
+        now: Instant,
+        token: u32,
+        target: Option<Node>,
+        resume: Option<ResumeState>,
+    ) {
         let params = ConnectParams {
-            target: None,
+            target,
             broadcast: Some(sim::broadcast_node()),
             local_node: sim::node(self.index),
             name: PlayerName::new(format!("p{}", self.index).as_bytes()).unwrap(),
@@ -89,6 +109,9 @@ impl Endpoint for PeerNode {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(transmit) = self.outbox.pop_front() {
+            return Some(transmit);
+        }
         let (to, len) = self.proto.poll_transmit(now, &mut self.buf)?;
         Some(Transmit {
             to,

@@ -17,6 +17,10 @@
 //!   another peer's reply first (every reply is copied to all players). An assigned request is
 //!   kept, and its reply resent, until the newcomer's first game packet confirms it. A full game
 //!   answers CONNECT_REFUSED.
+//! - **Withdrawal**: a player that gives up while still connecting has no slot to leave, but a
+//!   peer may have seated it already: it sends a DISCONNECT without a sender slot naming its own
+//!   request, and a peer that frees the seat passes it on to its players (`take_withdrawal`;
+//!   `docs/wire-format.md` has the rules).
 //!
 //! Packets of the startup (CONNECT, SUBDUE_SLAVE, SLOT_REQUEST, CONNECT_REPLY, CONNECT_REFUSED,
 //! DISCONNECT) are single datagrams outside any link; game packets go through the `Session`.
@@ -154,6 +158,9 @@ pub struct PeerStats {
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
     pub earlier_sessions_retired: u64,
+    /// Connect requests (and the seats given to them) dropped because the requester gave up
+    /// connecting (its own withdrawal, or one passed on by a player).
+    pub requests_withdrawn: u64,
 }
 
 /// The peer-to-peer protocol module.
@@ -172,6 +179,10 @@ pub struct PeerProtocol {
     decode_errors: BTreeMap<&'static str, u64>,
     /// Tokens of players that left (disconnected, replaced, lost a slot conflict).
     departed: VecDeque<u32>,
+    /// Withdrawals that came before the request they withdraw (a datagram overtaken by the
+    /// next), by token, with the node they came from: a request for that token from that node
+    /// is not answered.
+    early_withdrawals: VecDeque<(u32, Node)>,
     /// Players a list named for a slot that is taken here, until their own packets place them.
     hearsay: Vec<PlayerListEntry>,
     /// Claimants of a slot a live player holds here, by token, with when the claim was first
@@ -206,6 +217,7 @@ impl PeerProtocol {
             scratch: Vec::new(),
             decode_errors: BTreeMap::new(),
             departed: VecDeque::new(),
+            early_withdrawals: VecDeque::new(),
             hearsay: Vec::new(),
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
@@ -332,11 +344,23 @@ impl PeerProtocol {
 
     /// Queue one out-of-band packet (a single datagram outside any link).
     fn send_oob(&mut self, to: Node, kind: PacketType, events: Vec<RemoteEvent>) {
+        let slot = self.session.as_ref().map(|s| s.my_slot());
+        self.send_oob_as(to, kind, slot, events);
+    }
+
+    /// Queue one out-of-band packet with the given sender slot.
+    fn send_oob_as(
+        &mut self,
+        to: Node,
+        kind: PacketType,
+        sender_slot: Option<u8>,
+        events: Vec<RemoteEvent>,
+    ) {
         let Some(params) = &self.params else { return };
         self.oob_sequence = self.oob_sequence.wrapping_add(1).max(1);
         let header = PacketHeader {
             kind,
-            sender_slot: self.session.as_ref().map(|s| s.my_slot()),
+            sender_slot,
             joined: false,
             sequence: self.oob_sequence,
             ack: None,
@@ -493,7 +517,7 @@ impl PeerProtocol {
                     std::cmp::Ordering::Less => {
                         // We outrank the sender: it is our slave; keep its request.
                         for r in &requests {
-                            self.queue.merge(r, Reply::AtStartupEnd);
+                            self.queue_for_startup(r);
                         }
                         self.send_oob(from, PacketType::SubdueSlave, Vec::new());
                         self.stats.subdues_sent += 1;
@@ -504,11 +528,14 @@ impl PeerProtocol {
             PacketType::SubdueSlave => self.become_slave(now, from),
             PacketType::SlotRequest => {
                 for r in Self::requests_in(events, &from, header.token) {
-                    self.queue.merge(&r, Reply::AtStartupEnd);
+                    self.queue_for_startup(&r);
                 }
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
+            PacketType::Disconnect if header.sender_slot.is_none() => {
+                self.take_withdrawal(from, header, events)
+            }
             _ => self.stats.packets_ignored += 1,
         }
     }
@@ -524,13 +551,24 @@ impl PeerProtocol {
             PacketType::SlotRequest => {
                 for r in Self::requests_in(events, &from, packet.header.token) {
                     if r.token != self.my_token() {
-                        self.queue.merge(&r, Reply::AtStartupEnd);
+                        self.queue_for_startup(&r);
                     }
                 }
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
+            PacketType::Disconnect if packet.header.sender_slot.is_none() => {
+                self.take_withdrawal(from, &packet.header, events)
+            }
             _ => self.stats.packets_ignored += 1,
+        }
+    }
+
+    /// Keep a request for the end of the connect loop, unless its requester gave up.
+    fn queue_for_startup(&mut self, request: &ConnectRequest) {
+        self.settle_early_withdrawals(&[(request.token, request.node)]);
+        if !self.departed.contains(&request.token) {
+            self.queue.merge(request, Reply::AtStartupEnd);
         }
     }
 
@@ -579,7 +617,23 @@ impl PeerProtocol {
         if let Some(state) = resume {
             session.set_resume_state(Arc::unwrap_or_clone(state));
         }
-        for entry in list.iter().filter(|e| e.token != my_token) {
+        let placed: Vec<(u32, Node)> = list
+            .iter()
+            .map(|e| {
+                let node = if e.token == packet.header.token {
+                    from
+                } else {
+                    e.node
+                };
+                (e.token, node)
+            })
+            .collect();
+        self.settle_early_withdrawals(&placed);
+        let departed = self.departed.clone();
+        for entry in list
+            .iter()
+            .filter(|e| e.token != my_token && !departed.contains(&e.token))
+        {
             let node = if entry.token == packet.header.token {
                 from
             } else {
@@ -647,6 +701,7 @@ impl PeerProtocol {
 
     fn give_up_refused(&mut self, text: &str) {
         log::warn!("peer: connect refused: {text}");
+        self.withdraw_own_request();
         self.reset();
         self.events.push_back(GameEvent::Error {
             text: format!("connect refused: {text}"),
@@ -692,6 +747,196 @@ impl PeerProtocol {
         }
     }
 
+    // ----- withdrawn connect requests ------------------------------------------------------
+
+    /// Tell the peers that may have seated this player while it was still connecting (its reply
+    /// lost or on its way) that it gives up: a DISCONNECT without a sender slot naming its own
+    /// request, sent where its requests went (the connect target or broadcast, and its
+    /// temporary master), twice like a DISCONNECT. Without it, such a seat stayed for the
+    /// silence timeout, and the other players saw a player that was not there.
+    fn withdraw_own_request(&mut self) {
+        let mut targets: Vec<Node> = Vec::new();
+        match self.phase {
+            Phase::Connecting { tries, .. } if tries > 0 => {}
+            Phase::SlotRequest { master, .. } => targets.push(master),
+            _ => return,
+        }
+        if let Some(target) = self.connect_target() {
+            if !targets.iter().any(|t| self.same_node(t, &target)) {
+                targets.push(target);
+            }
+        }
+        let events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+        for _ in 0..2 {
+            for to in &targets {
+                self.send_oob_as(*to, PacketType::Disconnect, None, events.clone());
+            }
+        }
+    }
+
+    /// Whether a request, a seat or a player list here places `token` at `node`.
+    fn requested_from(&self, token: u32, node: &Node) -> bool {
+        let queued = self.queue.get(token).map(|e| e.node);
+        let seated = self.session.as_ref().and_then(|s| {
+            s.players()
+                .iter()
+                .find(|p| p.token == token)
+                .map(|p| p.node)
+        });
+        let listed = self
+            .hearsay
+            .iter()
+            .find(|h| h.token == token)
+            .map(|h| h.node);
+        [queued, seated, listed]
+            .into_iter()
+            .flatten()
+            .any(|n| self.same_node(&n, node))
+    }
+
+    /// Whether this peer has a request, seat or listing of `token`.
+    fn knows_request(&self, token: u32) -> bool {
+        self.queue.get(token).is_some()
+            || self.hearsay.iter().any(|h| h.token == token)
+            || self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.players().iter().any(|p| p.token == token))
+    }
+
+    /// Requests or listings that place a token at a node: those withdrawn before they came
+    /// are gone now (see `early_withdrawals`).
+    fn settle_early_withdrawals(&mut self, placed: &[(u32, Node)]) {
+        if self.early_withdrawals.is_empty() {
+            return;
+        }
+        for (token, node) in placed {
+            let matched = self
+                .early_withdrawals
+                .iter()
+                .position(|(t, n)| t == token && self.same_node(n, node));
+            if let Some(at) = matched {
+                self.early_withdrawals.remove(at);
+                self.queue.remove(*token);
+                self.note_departed(*token);
+                if let Some(session) = self.session.as_mut() {
+                    session.retire_tokens(&[*token]);
+                }
+                self.stats.requests_withdrawn += 1;
+            }
+        }
+    }
+
+    /// Whether `token` is seated here and its own packets confirmed the seat.
+    fn seat_confirmed(&self, token: u32) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.players().iter().any(|p| p.token == token && p.confirmed))
+    }
+
+    /// A DISCONNECT without a sender slot: a player that was still connecting gave up, and its
+    /// RE_CONNECTQUEUE names the requests withdrawn. A request is withdrawn by its own sender
+    /// (the header token), from the node this peer has its request, seat or listing from; or
+    /// passed on by a player of this game from that player's node (in the slot-request loop, by
+    /// the temporary master), for a seat whose holder never sent a packet of its own. A
+    /// withdrawal from its own sender is passed on to every player here, which may have seated
+    /// it from a player list without ever hearing from it.
+    fn take_withdrawal(&mut self, from: Node, header: &PacketHeader, events: &[WireEvent]) {
+        let named: Vec<ConnectRequest> = events
+            .iter()
+            .filter_map(|w| match &w.event {
+                RemoteEvent::ConnectQueue(requests) => Some(requests.iter().copied()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let passer = match self.phase {
+            Phase::SlotRequest { master, .. } => self.same_node(&master, &from),
+            Phase::InGame => self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.slot_of(&from, header.token).is_some()),
+            _ => false,
+        };
+        let my_token = self.my_token();
+        let mut withdrawn: Vec<ConnectRequest> = Vec::new();
+        let mut early = false;
+        for r in named {
+            if r.token == my_token || withdrawn.iter().any(|w| w.token == r.token) {
+                continue;
+            }
+            let accepted = if r.token == header.token {
+                if !self.knows_request(r.token) {
+                    // Its request has not come yet (overtaken, or passed on by another peer):
+                    // refuse it when it comes from this node.
+                    self.early_withdrawals.retain(|(t, _)| *t != r.token);
+                    if self.early_withdrawals.len() >= MAX_DEPARTED {
+                        self.early_withdrawals.pop_front();
+                    }
+                    self.early_withdrawals.push_back((r.token, from));
+                    early = true;
+                    continue;
+                }
+                self.requested_from(r.token, &from)
+            } else {
+                passer && !self.seat_confirmed(r.token)
+            };
+            if accepted {
+                let node = if r.token == header.token {
+                    from
+                } else {
+                    r.node
+                };
+                withdrawn.push(ConnectRequest { node, ..r });
+            }
+        }
+        if withdrawn.is_empty() {
+            if !early {
+                self.stats.packets_rejected += 1;
+            }
+            return;
+        }
+        let own = withdrawn.iter().any(|r| r.token == header.token);
+        for r in &withdrawn {
+            self.withdraw(r.token);
+        }
+        if own && self.phase == Phase::InGame {
+            let players: Vec<Node> = self
+                .session
+                .iter()
+                .flat_map(|s| s.players().iter())
+                .map(|p| p.node)
+                .collect();
+            let events = vec![RemoteEvent::ConnectQueue(withdrawn)];
+            for _ in 0..2 {
+                for node in &players {
+                    self.send_oob_as(*node, PacketType::Disconnect, None, events.clone());
+                }
+            }
+        }
+    }
+
+    /// Forget everything about a requester that gave up connecting: its seat, its request, and
+    /// any later request or player list that names it.
+    fn withdraw(&mut self, token: u32) {
+        if let Some(session) = self.session.as_mut() {
+            let seat = session
+                .players()
+                .iter()
+                .find(|p| p.token == token)
+                .map(|p| p.slot);
+            if let Some(slot) = seat {
+                session.remove_player(slot, "stopped connecting");
+            }
+            session.retire_tokens(&[token]);
+        }
+        self.queue.remove(token);
+        self.hearsay.retain(|h| h.token != token);
+        self.contests.remove(token);
+        self.note_departed(token);
+        self.stats.requests_withdrawn += 1;
+    }
+
     fn handle_in_game(
         &mut self,
         now: Instant,
@@ -720,13 +965,17 @@ impl PeerProtocol {
                     self.queue.remove(r.token);
                 }
             }
+            PacketType::Disconnect if header.sender_slot.is_none() => {
+                self.take_withdrawal(from, header, events)
+            }
             PacketType::Disconnect => {
-                let slot = self.session.as_ref().and_then(|s| {
-                    s.players()
-                        .iter()
-                        .find(|p| p.token == header.token && Some(p.slot) == header.sender_slot)
-                        .map(|p| p.slot)
-                });
+                // Only from the player's own node: every player is told the others' tokens
+                // and slots, so those alone prove nothing.
+                let slot = self
+                    .session
+                    .as_ref()
+                    .and_then(|s| s.slot_of(&from, header.token))
+                    .filter(|slot| Some(*slot) == header.sender_slot);
                 match slot {
                     Some(slot) => {
                         if let Some(session) = self.session.as_mut() {
@@ -784,6 +1033,8 @@ impl PeerProtocol {
         if let Some(own) = requests.iter().find(|r| r.token == sender_token) {
             self.forget_stale_player_at(now, &own.node, own.token);
         }
+        let placed: Vec<(u32, Node)> = requests.iter().map(|r| (r.token, r.node)).collect();
+        self.settle_early_withdrawals(&placed);
         let departed = self.departed.clone();
         let requests: Vec<ConnectRequest> = requests
             .iter()
@@ -937,6 +1188,14 @@ impl PeerProtocol {
         list: &[PlayerListEntry],
     ) {
         let my_token = self.my_token();
+        let placed: Vec<(u32, Node)> = list
+            .iter()
+            .map(|e| match sender {
+                Some((token, node)) if token == e.token => (e.token, node),
+                _ => (e.token, e.node),
+            })
+            .collect();
+        self.settle_early_withdrawals(&placed);
         let mut hearsay = Vec::new();
         let Some(session) = self.session.as_mut() else {
             return;
@@ -1444,6 +1703,8 @@ impl ClientProtocol for PeerProtocol {
                     self.send_oob(*node, PacketType::Disconnect, Vec::new());
                 }
             }
+        } else {
+            self.withdraw_own_request();
         }
         self.reset();
         self.events.push_back(GameEvent::Disconnected {
@@ -1518,6 +1779,7 @@ impl ClientProtocol for PeerProtocol {
                     };
                 } else {
                     log::warn!("peer: the temporary master stopped answering");
+                    self.withdraw_own_request();
                     self.reset();
                     self.events.push_back(GameEvent::Error {
                         text: format!(
@@ -1584,6 +1846,7 @@ impl ClientProtocol for PeerProtocol {
             ("conflict notices repeated", s.conflict_notices_repeated),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
+            ("connect requests withdrawn", s.requests_withdrawn),
             ("packets ignored", s.packets_ignored),
             ("packets rejected", s.packets_rejected),
         ];
