@@ -319,3 +319,40 @@ fn a_connection_over_the_address_limit_is_told_masterserver_full_and_closed() {
     let summary = master.stop();
     assert_eq!(summary.counter("refused_at_accept"), 1);
 }
+
+/// Regression: a connection that sends its lines and closes its sending side at once (`printf
+/// 'list servers\n' | nc -N host 6502`) got no reply when the end of its stream arrived with
+/// the lines. A last line without its "\n" is taken as a line.
+#[test]
+fn a_connection_that_closes_its_sending_side_still_gets_its_replies() {
+    let master = start_master(master_config());
+    let _listed = joined(&master, "Alpha");
+    for _ in 0..20 {
+        let mut brief = master.client();
+        brief.send(&join_line("Brief", 8));
+        brief.send("players: 2 max: 8");
+        brief.send("list servers");
+        brief.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        brief.expect("join accepted");
+        brief.expect("players acknowledged.");
+        assert!(brief.line().ends_with("name: Alpha"));
+        assert!(brief.line().ends_with(
+            "players: 2 max: 8 os: i586-pc-linux-gnu url: http://Brief.example/ name: Brief"
+        ));
+        brief.expect("end of list");
+        brief.expect_closed(Duration::from_secs(3));
+    }
+    let mut unfinished = master.client();
+    unfinished.send_raw(b"remove me");
+    unfinished
+        .stream
+        .shutdown(std::net::Shutdown::Write)
+        .unwrap();
+    unfinished.expect("you're not even joined");
+    unfinished.expect_closed(Duration::from_secs(3));
+    wait_until(
+        "the brief servers to be unlisted",
+        Duration::from_secs(3),
+        || list_over_tcp(master.addrs.tcp).len() == 1,
+    );
+}

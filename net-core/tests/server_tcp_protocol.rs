@@ -4,6 +4,7 @@
 #[path = "server_support.rs"]
 mod support;
 
+use std::net::Shutdown;
 use std::time::Duration;
 
 use net_core::server::RuntimeConfig;
@@ -155,4 +156,42 @@ fn stopping_the_server_closes_every_connection() {
     joined.expect_closed(Duration::from_secs(1));
     idle.expect_closed(Duration::from_secs(1));
     assert_eq!(summary.counter("joins"), 1);
+}
+
+/// Regression: a client that sends its lines and closes its sending side at once (`printf
+/// 'remove me\n' | nc -N host 6582`) got no reply when the end of its stream arrived with the
+/// lines: the server dropped the connection, and the replies queued for it, on reading the end.
+/// A last line without its "\n" is taken as a line.
+#[test]
+fn a_client_that_closes_its_sending_side_still_gets_its_replies() {
+    let server = TestServer::start(test_config());
+    let mut watcher = server.joined("watcher", 0);
+    for _ in 0..20 {
+        let mut brief = server.client();
+        brief.send_raw(b"version: 1.0 join me: brief os: x\nmy new name: brief2\nremove me\n");
+        brief.stream.shutdown(Shutdown::Write).unwrap();
+        brief.expect("join from brief accepted, slot: 1, server name: TestServer");
+        for m in MESSAGES {
+            brief.expect(m);
+        }
+        brief.expect("add ip: 127.0.0.1 name: watcher in 0");
+        brief.expect("new name accepted");
+        brief.expect("removing you");
+        brief.expect_closed(Duration::from_secs(3));
+        watcher.expect("add ip: 127.0.0.1 name: brief in 1");
+        watcher.expect("name ip: 127.0.0.1 name: brief2");
+        watcher.expect("remove ip: 127.0.0.1");
+    }
+    let mut unfinished = server.client();
+    unfinished.send_raw(b"remove me");
+    unfinished.stream.shutdown(Shutdown::Write).unwrap();
+    unfinished.expect("you're not even joined");
+    unfinished.expect_closed(Duration::from_secs(3));
+    // A joined player that closes its side leaves, as with a full close.
+    let mut leaving = server.joined("leaving", 1);
+    leaving.expect("add ip: 127.0.0.1 name: watcher in 0");
+    watcher.expect("add ip: 127.0.0.1 name: leaving in 1");
+    leaving.stream.shutdown(Shutdown::Write).unwrap();
+    leaving.expect_closed(Duration::from_secs(3));
+    watcher.expect("remove ip: 127.0.0.1");
 }

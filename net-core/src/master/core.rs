@@ -245,6 +245,16 @@ impl MasterCore {
         }
     }
 
+    /// The peer closed its sending side: a last line it did not end is taken as a line, then
+    /// the connection is gone as in [`closed`](Self::closed). The driver still delivers the
+    /// replies queued for it.
+    pub fn input_ended(&mut self, now: Instant, conn: ConnId) {
+        if let Some(line) = self.conns.finish_line(conn) {
+            self.handle_line(conn, line, now);
+        }
+        self.closed(now, conn);
+    }
+
     /// Run the timers: silent listed servers, connections that sent no request, unfinished lines.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.next_check.is_none_or(|t| t > now) {
@@ -501,6 +511,9 @@ impl TextServerCore for MasterCore {
     }
     fn closed(&mut self, now: Instant, conn: ConnId) {
         MasterCore::closed(self, now, conn)
+    }
+    fn input_ended(&mut self, now: Instant, conn: ConnId) {
+        MasterCore::input_ended(self, now, conn)
     }
     fn handle_timeout(&mut self, now: Instant) {
         MasterCore::handle_timeout(self, now)

@@ -135,6 +135,12 @@ impl<S> Connections<S> {
         Some(framed)
     }
 
+    /// The peer of `conn` will send nothing more: its unfinished last line, if any, framed as
+    /// if its "\n" had come.
+    pub fn finish_line(&mut self, conn: ConnId) -> Option<FramedLine> {
+        self.conns.get_mut(&conn)?.lines.finish()
+    }
+
     /// Forget a connection; returns what was kept for it.
     pub fn remove(&mut self, conn: ConnId) -> Option<Connection<S>> {
         let c = self.conns.remove(&conn)?;

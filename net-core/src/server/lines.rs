@@ -81,6 +81,17 @@ impl LineBuffer {
         out
     }
 
+    /// The stream ended: its unfinished last line, if any, as if its "\n" had come (nothing for
+    /// a line already reported overlong).
+    pub fn finish(&mut self) -> Option<FramedLine> {
+        if !self.unfinished {
+            return None;
+        }
+        let mut out = Vec::new();
+        self.end_line(&mut out);
+        out.pop()
+    }
+
     /// Add bytes of the current line (no "\n" among them).
     fn take_chunk(&mut self, chunk: &[u8], out: &mut Vec<FramedLine>) {
         if self.discarding {
@@ -195,6 +206,22 @@ mod tests {
         assert_eq!(lines(&mut b, b"56789"), vec![]);
         assert_eq!(lines(&mut b, b"\r"), vec![]);
         assert_eq!(lines(&mut b, b"x"), vec![Err(LineFault::Overlong)]);
+    }
+
+    #[test]
+    fn the_end_of_the_stream_ends_an_unfinished_line() {
+        let mut b = LineBuffer::new(10);
+        assert_eq!(b.finish(), None, "nothing begun");
+        assert_eq!(lines(&mut b, b"done\nrem"), vec![Ok("done".into())]);
+        assert_eq!(b.finish(), Some(Ok("rem".into())));
+        assert_eq!(b.finish(), None, "taken once");
+        assert_eq!(lines(&mut b, b"crlf\r"), vec![]);
+        assert_eq!(b.finish(), Some(Ok("crlf".into())));
+        assert_eq!(
+            lines(&mut b, b"0123456789x"),
+            vec![Err(LineFault::Overlong)]
+        );
+        assert_eq!(b.finish(), None, "an overlong line was reported already");
     }
 
     #[test]

@@ -601,6 +601,10 @@ impl<C: TextServerCore> Driver<C> {
                 _ => {}
             }
             match conn.stream.read(&mut buf) {
+                Ok(0) if conn.state == TextState::Open => {
+                    self.input_ended(now, token);
+                    return;
+                }
                 Ok(0) => break "closed by peer".to_string(),
                 Ok(n) => {
                     if conn.state == TextState::Open && !conn.bytes.take(now, n as u64) {
@@ -637,6 +641,22 @@ impl<C: TextServerCore> Driver<C> {
             }
         };
         self.drop_text(now, token, &why);
+    }
+
+    /// The peer of an open connection closed its sending side: the core answers what it sent and
+    /// forgets it, and the connection is closed once those replies are written.
+    fn input_ended(&mut self, now: Instant, token: Token) {
+        self.core.input_ended(now, token.0 as ConnId);
+        // Queue the replies while the connection is still open.
+        self.pump(now);
+        if let Some(conn) = self.text.get_mut(&token) {
+            if conn.state == TextState::Open {
+                conn.state = TextState::Closing {
+                    deadline: now + CLOSE_LINGER,
+                };
+            }
+            self.pending.insert(token);
+        }
     }
 
     /// Forget a connection's socket (closing it) and tell the core.

@@ -339,6 +339,16 @@ impl SlotServerCore {
         }
     }
 
+    /// The peer closed its sending side: a last line it did not end is taken as a line, then
+    /// the connection is gone as in [`closed`](Self::closed). The driver still delivers the
+    /// replies queued for it.
+    pub fn input_ended(&mut self, now: Instant, conn: ConnId) {
+        if let Some(line) = self.conns.finish_line(conn) {
+            self.handle_line(now, conn, line);
+        }
+        self.closed(now, conn);
+    }
+
     /// Remove the player in `slot` (e.g. its alive counter ran out on the UDP side): the others
     /// are told, and its connection is closed.
     pub fn remove_slot(&mut self, now: Instant, slot: u8, reason: &str) {

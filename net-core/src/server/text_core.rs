@@ -29,6 +29,10 @@ pub trait TextServerCore {
     fn receive(&mut self, now: Instant, conn: ConnId, bytes: &[u8]);
     /// The connection is gone (closed by the peer or failed).
     fn closed(&mut self, now: Instant, conn: ConnId);
+    /// The peer closed its sending side (`printf 'remove me\n' | nc -N`): its last lines are
+    /// answered (one without its "\n" too), then it is gone as in [`closed`](Self::closed); the
+    /// runtime delivers the replies before it closes the connection.
+    fn input_ended(&mut self, now: Instant, conn: ConnId);
     /// Run timers (called once [`poll_timeout`](Self::poll_timeout) has come).
     fn handle_timeout(&mut self, now: Instant);
     fn poll_timeout(&self) -> Option<Instant>;
@@ -77,6 +81,9 @@ impl TextServerCore for SlotServerCore {
     }
     fn closed(&mut self, now: Instant, conn: ConnId) {
         SlotServerCore::closed(self, now, conn)
+    }
+    fn input_ended(&mut self, now: Instant, conn: ConnId) {
+        SlotServerCore::input_ended(self, now, conn)
     }
     fn handle_timeout(&mut self, now: Instant) {
         SlotServerCore::handle_timeout(self, now)
