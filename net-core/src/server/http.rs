@@ -234,13 +234,15 @@ impl HttpConnection {
                 }
                 Ok(n) => {
                     self.head.extend_from_slice(&buf[..n]);
-                    if let Some(end) = head_end(&self.head) {
-                        let response = respond(&self.head[..end], pages);
-                        self.queue(response);
+                    let end = head_end(&self.head);
+                    // Over the limit whether or not its end came in the same read.
+                    if end.unwrap_or(self.head.len()) > MAX_REQUEST_HEAD {
+                        self.queue(error_response(431, "Request Header Fields Too Large"));
                         return;
                     }
-                    if self.head.len() > MAX_REQUEST_HEAD {
-                        self.queue(error_response(431, "Request Header Fields Too Large"));
+                    if let Some(end) = end {
+                        let response = respond(&self.head[..end], pages);
+                        self.queue(response);
                         return;
                     }
                 }
