@@ -8,6 +8,7 @@
 //! [`REQUEST_TIMEOUT`]; the body of a request is never read; the connection is closed after the
 //! response. It serves pages the runtime rendered and never touches the server's state.
 
+use std::borrow::Cow;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -52,7 +53,10 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
     else {
         return error_response(400, "Bad Request");
     };
-    if !version.starts_with("HTTP/1.") || !target.starts_with('/') {
+    let Some(target) = origin_form(target) else {
+        return error_response(400, "Bad Request");
+    };
+    if !version.starts_with("HTTP/1.") {
         return error_response(400, "Bad Request");
     }
     let head_only = match method {
@@ -69,7 +73,7 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
     let (content_type, body) = match (path, document) {
         (_, Some(".html")) => (HTML, &pages.html),
         ("/json", _) | (_, Some(".json")) => (JSON, &pages.json),
-        ("/" | "/index.html", _) | (_, Some("")) if asks_for_json(target, &text) => {
+        ("/" | "/index.html", _) | (_, Some("")) if asks_for_json(&target, &text) => {
             (JSON, &pages.json)
         }
         ("/" | "/index.html", _) | (_, Some("")) => (HTML, &pages.html),
@@ -79,6 +83,25 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
         200,
         response(200, "OK", content_type, body.as_bytes(), head_only),
     )
+}
+
+/// The path and query of a request target: the target itself (`/servers.json?x=1`), or the part
+/// after the host of an absolute URL (`http://host:8502/servers.json`), which RFC 9112 says a
+/// server must accept too; `None` for anything else.
+fn origin_form(target: &str) -> Option<Cow<'_, str>> {
+    if target.starts_with('/') {
+        return Some(Cow::Borrowed(target));
+    }
+    let (scheme, rest) = target.split_once("://")?;
+    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+        return None;
+    }
+    let after_host = rest.find(['/', '?', '#']).map_or("", |i| &rest[i..]);
+    Some(if after_host.starts_with('/') {
+        Cow::Borrowed(after_host)
+    } else {
+        Cow::Owned(format!("/{after_host}"))
+    })
 }
 
 /// Whether a request for the list's own address wants JSON: `format=json` in the query, or an
@@ -370,6 +393,24 @@ mod tests {
         assert_eq!(status("POST / HTTP/1.1\r\n\r\n").0, 405);
         assert_eq!(status("garbage\r\n\r\n").0, 400);
         assert_eq!(status("GET / FTP/1.0\r\n\r\n").0, 400);
+        assert_eq!(status("GET players.html HTTP/1.1\r\n\r\n").0, 400);
+        assert_eq!(status("GET ftp://x/players.html HTTP/1.1\r\n\r\n").0, 400);
+    }
+
+    #[test]
+    fn an_absolute_url_as_the_target_is_served_as_its_path() {
+        let (code, text) = status("GET http://example.org:8582/players.json HTTP/1.1\r\n\r\n");
+        assert_eq!(code, 200);
+        assert!(text.ends_with("{}"));
+        let (code, text) = status("GET HTTP://example.org HTTP/1.1\r\n\r\n");
+        assert_eq!(code, 200);
+        assert!(text.ends_with("<html>list</html>"));
+        let (_, text) = status("GET https://example.org?format=json HTTP/1.1\r\n\r\n");
+        assert!(text.ends_with("{}"));
+        assert_eq!(
+            status("GET http://example.org/secret HTTP/1.1\r\n\r\n").0,
+            404
+        );
     }
 
     #[test]
