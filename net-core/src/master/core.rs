@@ -87,16 +87,18 @@ impl MasterConfig {
                 "the server and connection limits must be at least 1",
             ));
         }
-        if self.title.is_empty()
-            || self.title.len() > 127
-            || self.title.chars().any(char::is_control)
-        {
+        if !title_is_valid(&self.title) {
             return Err(NetError::invalid(
                 "the title must be 1-127 bytes without control characters",
             ));
         }
         Ok(())
     }
+}
+
+/// Whether `title` can be the list's title: 1-127 bytes without control characters.
+pub fn title_is_valid(title: &str) -> bool {
+    !title.is_empty() && title.len() <= 127 && !title.chars().any(char::is_control)
 }
 
 /// One listed server and since when.

@@ -47,24 +47,29 @@ pub fn run(args: &[String]) -> ExitCode {
         match flag {
             "--udp-port" => relay.udp_port = cursor.number(flag, "a port number 0-65535")?,
             "--distance" => {
-                let d: f32 = cursor.number(flag, "a distance (0 or more)")?;
-                if !d.is_finite() || d < 0.0 {
-                    return Err(format!("--distance {d}: must be 0 or more"));
-                }
-                relay.distance = d;
+                let text = cursor.value(flag)?;
+                relay.distance = text
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|d| d.is_finite() && *d >= 0.0)
+                    .ok_or_else(|| format!("{flag}: '{text}' is not a distance (0 or more)"))?;
             }
             "--alive-timeout" => {
-                let s: u64 = cursor.number(flag, "seconds (1-3600)")?;
-                if !(1..=3600).contains(&s) {
-                    return Err(format!("--alive-timeout {s}: must be 1-3600 seconds"));
-                }
+                let text = cursor.value(flag)?;
+                let s = text
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| format!("{flag}: '{text}' is not a number of seconds 1-3600"))?;
                 relay.alive_timeout = Duration::from_secs(s);
             }
             "--event-delay" => {
-                let ms: u64 = cursor.number(flag, "milliseconds (0-1000)")?;
-                if ms > 1000 {
-                    return Err(format!("--event-delay {ms}: must be 0-1000 ms"));
-                }
+                let text = cursor.value(flag)?;
+                let ms = text
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|ms| *ms <= 1000)
+                    .ok_or_else(|| format!("{flag}: '{text}' is not milliseconds 0-1000"))?;
                 relay.event_delay = Duration::from_millis(ms);
             }
             _ => return Ok(false),

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use net_core::master::core::title_is_valid;
 use net_core::master::{
     MasterConfig, MasterCore, EXTRA_CONNECTIONS, EXTRA_PER_ADDRESS, MASTER_HTTP_PORT, MASTER_PORT,
 };
@@ -84,7 +85,15 @@ fn parse(args: &[String]) -> Result<Parsed<MasterOptions>, String> {
             "--http-port" => o.http_port = Some(cursor.number(flag, "a port number 0-65535")?),
             "--no-http" => o.http_port = None,
             "--bind" => o.bind = cursor.number(flag, "an IPv4 or IPv6 address")?,
-            "--title" => o.config.title = cursor.value(flag)?.to_string(),
+            "--title" => {
+                let title = cursor.value(flag)?;
+                if !title_is_valid(title) {
+                    return Err(format!(
+                        "--title: '{title}' must be 1-127 bytes without control characters"
+                    ));
+                }
+                o.config.title = title.to_string();
+            }
             "--max-servers" => o.config.max_servers = positive(flag, cursor.value(flag)?)?,
             "--html" => o.html_file = Some(PathBuf::from(cursor.value(flag)?)),
             "--json" => o.json_file = Some(PathBuf::from(cursor.value(flag)?)),
@@ -253,7 +262,11 @@ mod tests {
             (&["--max-servers", "0"][..], "--max-servers"),
             (&["--idle-timeout", "x"][..], "--idle-timeout"),
             (&["--port"][..], "--port needs a value"),
-            (&["--title", ""][..], "title"),
+            (
+                &["--title", ""][..],
+                "--title: '' must be 1-127 bytes without control characters",
+            ),
+            (&["--title", &"t".repeat(128)][..], "--title: 'ttt"),
             (&["--name", "x"][..], "unknown option '--name'"),
         ] {
             let err = parse_err(args);
