@@ -118,3 +118,56 @@ fn a_port_in_use_exits_1_naming_the_address() {
         assert!(line.contains("in use"), "{kind}: {line}");
     }
 }
+
+/// Regression: a list file that cannot be written (`--html` in a directory that does not
+/// exist) let the server start and only warned at every change, so the list was never
+/// published; it now stops the server at start with exit status 1 and a line naming the file.
+#[test]
+fn a_list_file_that_cannot_be_written_stops_the_server_at_start() {
+    let missing = std::env::temp_dir().join(format!("parsec-no-such-dir-{}", std::process::id()));
+    let file = |name: &str| missing.join(name).to_string_lossy().into_owned();
+    for (kind, option, path) in [
+        ("slotserver", "--html", file("players.html")),
+        ("gameserver", "--json", file("players.json")),
+        ("masterserver", "--html", file("servers.html")),
+        ("masterserver", "--json", file("servers.json")),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+            .args([kind, "--bind", "127.0.0.1", "--port", "0", "--no-http"])
+            .args(if kind == "gameserver" {
+                &["--udp-port", "0"][..]
+            } else {
+                &[]
+            })
+            .args([option, &path])
+            .env("PARSEC_NET_LOG", "off")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("parsecnet runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().unwrap();
+        let line = first_error_line(&out);
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(1),
+            "{kind} {option} {path}: still running or wrong status; {line}"
+        );
+        assert!(
+            line.starts_with(&format!("parsecnet {kind}: ")) && line.contains(&path),
+            "{kind}: {line}"
+        );
+        assert!(line.contains("No such file or directory"), "{kind}: {line}");
+    }
+}

@@ -307,6 +307,7 @@ pub fn run_core<C: TextServerCore>(
         shutting_down: false,
         limits: config.limits,
     };
+    driver.write_first_files(Instant::now())?;
     ready(bound);
     driver.serve(&stop)?;
     driver.shut_down();
@@ -998,6 +999,28 @@ impl<C: TextServerCore> Driver<C> {
         }
         self.write_files();
         self.next_file_write = Some(now + FILE_WRITE_INTERVAL);
+    }
+
+    /// Write the list files before the first connection is served: a file that cannot be
+    /// written (a directory that does not exist, no permission) stops the server at start
+    /// instead of warning at every change while the list is never published.
+    fn write_first_files(&mut self, now: Instant) -> NetResult<()> {
+        self.ensure_pages();
+        let files = [
+            (&self.html_file, &self.pages.html, "HTML"),
+            (&self.json_file, &self.pages.json, "JSON"),
+        ];
+        for (path, contents, what) in files {
+            if let Some(path) = path {
+                html::write_atomically(path, contents.as_bytes()).map_err(|e| {
+                    io_error(&format!("writing the {what} list {}", path.display()), e)
+                })?;
+                self.counters.file_writes += 1;
+            }
+        }
+        self.files_dirty = false;
+        self.next_file_write = Some(now + FILE_WRITE_INTERVAL);
+        Ok(())
     }
 
     fn write_files(&mut self) {
