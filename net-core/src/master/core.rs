@@ -324,12 +324,19 @@ impl MasterCore {
             Ok(MasterRequest::RemoveMe) => self.remove_me(conn),
             Ok(MasterRequest::Players { players, max }) => self.players(conn, players, max),
             Ok(MasterRequest::ListServers) => self.list(conn),
-            Err(error) => {
-                if matches!(error, RequestError::Incompatible { .. }) {
-                    self.counters.joins_refused_version += 1;
-                } else {
-                    self.counters.illegal_requests += 1;
+            Err(RequestError::Incompatible { major, minor }) => {
+                self.counters.joins_refused_version += 1;
+                if let Some(c) = self.conns.get(conn) {
+                    log::info!(
+                        "join from {} refused: masterserver version incompatible (the server \
+                         speaks version {major}.{minor})",
+                        c.ip
+                    );
                 }
+                self.send(conn, proto::VERSION_INCOMPATIBLE);
+            }
+            Err(error) => {
+                self.counters.illegal_requests += 1;
                 log::debug!("connection {conn}: {error}");
                 self.send(conn, error.reply());
             }

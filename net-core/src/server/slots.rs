@@ -468,12 +468,16 @@ impl SlotServerCore {
             }) => self.join(now, conn, name, os, port, token),
             Ok(ClientLine::RemoveMe) => self.remove_me(now, conn),
             Ok(ClientLine::NewName(name)) => self.rename(conn, name),
+            Err(LineError::Incompatible { major, minor }) => {
+                self.counters.joins_refused_version += 1;
+                log::info!(
+                    "join from {ip} refused: server version incompatible (the client speaks \
+                     version {major}.{minor})"
+                );
+                self.send(conn, text::VERSION_INCOMPATIBLE);
+            }
             Err(error) => {
-                if matches!(error, LineError::Incompatible { .. }) {
-                    self.counters.joins_refused_version += 1;
-                } else {
-                    self.counters.invalid_requests += 1;
-                }
+                self.counters.invalid_requests += 1;
                 log::debug!("connection {conn} from {ip}: {error}");
                 self.send(conn, error.reply());
             }
@@ -506,6 +510,7 @@ impl SlotServerCore {
         };
         if self.players().any(|p| p.name == name) {
             self.counters.joins_refused_name_taken += 1;
+            log::info!("join of '{name}' from {ip} refused: name already taken");
             self.send(conn, text::NAME_TAKEN);
             return;
         }

@@ -1,0 +1,141 @@
+//! What an admin reads in a server's log when a join is refused: `parsecnet slotserver` and
+//! `parsecnet masterserver` (at the default level, `info`) say who was refused and why for every
+//! refusal a client is told about (a full server, a name in use, another protocol version), not
+//! only for some of them.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A server process on 127.0.0.1, any free port, without HTTP.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(kind: &str, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+            .args([kind, "--bind", "127.0.0.1", "--port", "0", "--no-http"])
+            .args(args)
+            .env("PARSEC_NET_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("parsecnet runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "KIND ['NAME' ]listening on TCP 127.0.0.1:PORT..."
+        let addr = line
+            .trim_end()
+            .split("listening on TCP ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ' ']).next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Server { child, addr }
+    }
+
+    /// Send `line` on `stream` and read the one-line reply.
+    fn ask(stream: &mut BufReader<TcpStream>, line: &str) -> String {
+        stream
+            .get_mut()
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        let mut reply = String::new();
+        stream.read_line(&mut reply).unwrap();
+        reply.trim_end().to_string()
+    }
+
+    fn connect(&self) -> BufReader<TcpStream> {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        BufReader::new(stream)
+    }
+
+    /// Stop it (SIGTERM) and return its log.
+    fn log(mut self) -> String {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut log = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .unwrap();
+        let _ = self.child.wait();
+        log
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn assert_logged(log: &str, expected: &str) {
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains(expected)),
+        "no INFO line with {expected:?} in:\n{log}"
+    );
+}
+
+#[test]
+fn the_slotserver_logs_every_refused_join() {
+    let server = Server::start("slotserver", &["--max-players", "2"]);
+    let mut sid = server.connect();
+    let reply = Server::ask(&mut sid, "version: 1.0 join me: sid os: x");
+    assert!(reply.starts_with("join from sid accepted"), "{reply}");
+    let mut other = server.connect();
+    assert_eq!(
+        Server::ask(&mut other, "version: 1.0 join me: sid os: y"),
+        "name already taken"
+    );
+    assert_eq!(
+        Server::ask(&mut other, "version: 2.0 join me: future os: y"),
+        "server version incompatible"
+    );
+    let log = server.log();
+    assert_logged(
+        &log,
+        "join of 'sid' from 127.0.0.1 refused: name already taken",
+    );
+    assert_logged(
+        &log,
+        "join from 127.0.0.1 refused: server version incompatible (the client speaks version 2.0)",
+    );
+}
+
+#[test]
+fn the_masterserver_logs_every_refused_join() {
+    let server = Server::start("masterserver", &["--max-servers", "1"]);
+    let mut listed = server.connect();
+    let join = |name: &str| format!("version: 1.0 join me: {name} os: x maxplayers: 4 url: -");
+    assert_eq!(Server::ask(&mut listed, &join("Alpha")), "join accepted");
+    let mut other = server.connect();
+    assert_eq!(Server::ask(&mut other, &join("Beta")), "masterserver full");
+    assert_eq!(
+        Server::ask(
+            &mut other,
+            "version: 3.1 join me: Gamma os: x maxplayers: 4 url: -"
+        ),
+        "masterserver version incompatible"
+    );
+    let log = server.log();
+    assert_logged(
+        &log,
+        "join of 'Beta' from 127.0.0.1 refused: masterserver full",
+    );
+    assert_logged(
+        &log,
+        "join from 127.0.0.1 refused: masterserver version incompatible (the server speaks version 3.1)",
+    );
+}
