@@ -31,7 +31,7 @@ commands:
   masterserver [options]        run a masterserver (masterserver --help: its options)
   demo [--duration S]           a local match on loopback showing the layers at work
   bench [--quick] [--out DIR]   measure the benchmark figures (table, bench.json, SVG plots)
-  help                           this text";
+  help                          this text";
 
 fn main() -> ExitCode {
     parsec_net::logging::install();
@@ -53,5 +53,28 @@ fn main() -> ExitCode {
             stdout::error_line(&format!("parsecnet: unknown command '{other}'\n{USAGE}"));
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Regression: `help` had its description one column right of the others.
+    #[test]
+    fn the_command_descriptions_share_one_column() {
+        let columns: Vec<(usize, &str)> = super::USAGE
+            .lines()
+            .skip_while(|l| *l != "commands:")
+            .skip(1)
+            .map(|l| {
+                let end_of_usage = l[2..].find("  ").map(|i| i + 2).unwrap();
+                let start = end_of_usage + l[end_of_usage..].find(|c| c != ' ').unwrap();
+                (start, l)
+            })
+            .collect();
+        assert!(columns.len() >= 7, "{columns:?}");
+        assert!(
+            columns.iter().all(|(c, _)| *c == columns[0].0),
+            "{columns:#?}"
+        );
     }
 }
