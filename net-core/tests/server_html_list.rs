@@ -141,3 +141,43 @@ fn a_complete_head_over_the_limit_is_refused_however_it_arrives() {
     stream.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response:.80}");
 }
+
+/// Regression: a request over the limit of 64 HTTP connections at once was reset without a
+/// word (a browser showed "connection reset"); it gets `503 Service Unavailable` with a
+/// `Retry-After`, and once the others are gone the list is served again.
+#[test]
+fn a_request_over_the_connection_limit_gets_503() {
+    use std::io::{Read, Write};
+    let runtime = RuntimeConfig {
+        http: Some(loopback()),
+        ..RuntimeConfig::new("slotserver", loopback())
+    };
+    let server = TestServer::start_with(test_config(), runtime);
+    let http = server.addrs.http.unwrap();
+    let idle: Vec<_> = (0..64)
+        .map(|_| std::net::TcpStream::connect(http).unwrap())
+        .collect();
+    let mut over = std::net::TcpStream::connect(http).unwrap();
+    over.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let _ = over.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut response = Vec::new();
+    let read = over.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response);
+    assert!(
+        response.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
+            && response.contains("\r\nRetry-After: "),
+        "{read:?} {response:.120}"
+    );
+    drop(idle);
+    wait_for("the list to be served again", || {
+        std::net::TcpStream::connect(http)
+            .and_then(|mut s| {
+                s.set_read_timeout(Some(IO_TIMEOUT))?;
+                s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+                let mut text = String::new();
+                s.read_to_string(&mut text)?;
+                Ok(text.starts_with("HTTP/1.1 200"))
+            })
+            .unwrap_or(false)
+    });
+}

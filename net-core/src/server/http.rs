@@ -127,6 +127,11 @@ fn asks_for_json(target: &str, head: &str) -> bool {
     })
 }
 
+/// The response to a connection over the limit of HTTP connections at once.
+pub fn busy_response() -> Vec<u8> {
+    error_response(503, "Service Unavailable").1
+}
+
 /// A plain-text error response.
 pub fn error_response(code: u16, reason: &str) -> (u16, Vec<u8>) {
     let body = format!("{code} {reason}\n");
@@ -148,8 +153,10 @@ fn response(code: u16, reason: &str, content_type: &str, body: &[u8], head_only:
          Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n",
         body.len()
     );
-    if code == 405 {
-        out.push_str("Allow: GET, HEAD\r\n");
+    match code {
+        405 => out.push_str("Allow: GET, HEAD\r\n"),
+        503 => out.push_str("Retry-After: 5\r\n"),
+        _ => {}
     }
     out.push_str("\r\n");
     let mut bytes = out.into_bytes();

@@ -33,7 +33,7 @@ use crate::error::{ErrorCode, NetError, NetResult};
 
 use super::bans::BanList;
 use super::html;
-use super::http::{HttpConnection, Pages};
+use super::http::{self, HttpConnection, Pages};
 use super::master_links::{MasterLinks, RegistrationSettings, ServerIdentity, MAX_MASTERS};
 use super::outbuf::{OutBuffer, DEFAULT_OUT_LIMIT};
 use super::rate::{Bucket, RateLimits, UdpLimiter, Verdict, TCP_BURST};
@@ -168,14 +168,15 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 const MAX_DATAGRAM: usize = 65_536;
 
 /// Tell a connection refused at accept why, without waiting and without keeping it: what it
-/// already sent is read and dropped (so closing sends a FIN, not a reset), the line is written
-/// (a new socket's send buffer takes it whole; if not, it is skipped), and the sending side is
-/// shut down. Bounded: one read of at most [`REFUSED_READ`] bytes, one write.
-fn say_and_close(stream: &mut TcpStream, line: &str) {
+/// already sent is read and dropped (so closing sends a FIN, not a reset), the reply (a text
+/// line with its newline, or an HTTP response) is written (a new socket's send buffer takes it
+/// whole; if not, it is skipped), and the sending side is shut down. Bounded: one read of at
+/// most [`REFUSED_READ`] bytes, one write.
+fn say_and_close(stream: &mut TcpStream, reply: &[u8]) {
     use std::io::Write;
     let mut sink = [0u8; REFUSED_READ];
     let _ = stream.read(&mut sink);
-    let _ = stream.write(format!("{line}\n").as_bytes());
+    let _ = stream.write(reply);
     let _ = stream.shutdown(Shutdown::Write);
 }
 
@@ -555,7 +556,7 @@ impl<C: TextServerCore> Driver<C> {
                 self.counters.refused_at_accept += 1;
                 log::debug!("refused {peer}: {reason}");
                 if let Some(line) = self.core.refusal_line() {
-                    say_and_close(&mut stream, line);
+                    say_and_close(&mut stream, format!("{line}\n").as_bytes());
                 }
                 continue; // dropping the stream closes it
             }
@@ -927,6 +928,10 @@ impl<C: TextServerCore> Driver<C> {
             };
             if self.http.len() >= MAX_HTTP_CONNECTIONS {
                 self.counters.http_refused += 1;
+                log::debug!(
+                    "refused HTTP connection from {peer}: {MAX_HTTP_CONNECTIONS} at once at most"
+                );
+                say_and_close(&mut stream, &http::busy_response());
                 continue;
             }
             let token = self.new_token();
