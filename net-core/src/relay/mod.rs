@@ -534,15 +534,28 @@ impl RelayCore {
         self.pending_since = None;
         self.resume.expire(now);
         for client in self.clients.iter_mut().flatten() {
-            let late = client
-                .held
-                .as_ref()
-                .is_some_and(|(_, since)| now.saturating_duration_since(*since) >= HOLD_LIMIT);
-            if late {
-                log::warn!(
-                    "relay: no RE_RESUME from slot {} in time; sending on",
-                    client.slot
-                );
+            let Some(&(_, since)) = client.held.as_ref() else {
+                continue;
+            };
+            if now.saturating_duration_since(since) >= HOLD_LIMIT {
+                if client.last_heard <= since {
+                    // Nothing came at all: the usual cause is a firewall, which an admin can fix.
+                    log::warn!(
+                        "relay: no UDP packet from slot {} ({}) in the {} s since it joined; is \
+                         the gameserver's UDP port blocked on the way?",
+                        client.slot,
+                        client.addr,
+                        HOLD_LIMIT.as_secs()
+                    );
+                } else {
+                    log::info!(
+                        "relay: slot {} ({}) did not answer the resume hello within {} s; \
+                         relaying to it without resumption",
+                        client.slot,
+                        client.addr,
+                        HOLD_LIMIT.as_secs()
+                    );
+                }
                 for parked in std::mem::take(&mut client.resuming) {
                     self.resume.stats_mut().count_dropped(parked.outgoing.len());
                 }

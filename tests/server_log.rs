@@ -1,7 +1,8 @@
-//! What an admin reads in a server's log when a join is refused: `parsecnet slotserver` and
-//! `parsecnet masterserver` (at the default level, `info`) say who was refused and why for every
-//! refusal a client is told about (a full server, a name in use, another protocol version), not
-//! only for some of them.
+//! What an admin reads in a server's log: `parsecnet slotserver` and `parsecnet masterserver`
+//! (at the default level, `info`) say who was refused and why for every refusal a client is
+//! told about (a full server, a name in use, another protocol version), not only for some of
+//! them; `parsecnet gameserver` says in plain words when a joined player sends nothing to its
+//! UDP port (a firewall in the way).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -138,4 +139,24 @@ fn the_masterserver_logs_every_refused_join() {
         &log,
         "join from 127.0.0.1 refused: masterserver version incompatible (the server speaks version 3.1)",
     );
+}
+
+/// Regression: a player that joined a gameserver over TCP but whose UDP packets never came (a
+/// firewall blocking the UDP port) was logged only as `relay: no RE_RESUME from slot 0 in time;
+/// sending on`, which tells an admin nothing.
+#[test]
+fn the_gameserver_says_when_a_joined_player_sends_nothing_over_udp() {
+    let server = Server::start("gameserver", &["--udp-port", "0"]);
+    let mut sid = server.connect();
+    let reply = Server::ask(&mut sid, "version: 1.0 join me: sid os: x");
+    assert!(reply.starts_with("join from sid accepted"), "{reply}");
+    std::thread::sleep(Duration::from_millis(5_500));
+    let log = server.log();
+    assert!(
+        log.lines().any(|l| l.contains(" WARN ")
+            && l.contains("no UDP packet from slot 0 (127.0.0.1:6526) in the 5 s since it joined")
+            && l.contains("UDP port")),
+        "{log}"
+    );
+    assert!(!log.contains("RE_RESUME"), "{log}");
 }
