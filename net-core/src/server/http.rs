@@ -77,7 +77,7 @@ pub fn respond(head: &[u8], pages: &Pages) -> (u16, Vec<u8>) {
             (JSON, &pages.json)
         }
         ("/" | "/index.html", _) | (_, Some("")) => (HTML, &pages.html),
-        _ => return error_response(404, "Not Found"),
+        _ => return plain_response(404, "Not Found", head_only),
     };
     (
         200,
@@ -134,6 +134,11 @@ pub fn busy_response() -> Vec<u8> {
 
 /// A plain-text error response.
 pub fn error_response(code: u16, reason: &str) -> (u16, Vec<u8>) {
+    plain_response(code, reason, false)
+}
+
+/// A plain-text error response, its text left out for a HEAD request.
+fn plain_response(code: u16, reason: &str, head_only: bool) -> (u16, Vec<u8>) {
     let body = format!("{code} {reason}\n");
     (
         code,
@@ -142,7 +147,7 @@ pub fn error_response(code: u16, reason: &str) -> (u16, Vec<u8>) {
             reason,
             "text/plain; charset=utf-8",
             body.as_bytes(),
-            false,
+            head_only,
         ),
     )
 }
@@ -397,6 +402,11 @@ mod tests {
         let (code, text) = status("HEAD / HTTP/1.1\r\n\r\n");
         assert_eq!(code, 200);
         assert!(text.ends_with("\r\n\r\n"));
+        // Regression: a HEAD of an unknown path got the 404 page's text.
+        let (code, text) = status("HEAD /secret HTTP/1.1\r\n\r\n");
+        assert_eq!(code, 404);
+        assert!(text.ends_with("\r\n\r\n"), "{text}");
+        assert!(text.contains("Content-Length: 14\r\n"), "{text}");
         assert_eq!(status("POST / HTTP/1.1\r\n\r\n").0, 405);
         assert_eq!(status("garbage\r\n\r\n").0, 400);
         assert_eq!(status("GET / FTP/1.0\r\n\r\n").0, 400);
