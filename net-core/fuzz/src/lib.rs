@@ -66,6 +66,12 @@ pub fn server_lines(data: &[u8]) {
             let _ = parse_client_line(&line);
         }
     }
+    // The stream ends: an unfinished last line is a line too, within the limit.
+    if let Some(Ok(line)) = lines.finish() {
+        assert!(line.len() <= MAX_LINE_LEN);
+        let _ = parse_client_line(&line);
+    }
+    assert_eq!(lines.finish(), None, "the last line is taken once");
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = parse_client_line(text);
     }
