@@ -1002,7 +1002,7 @@ impl<C: TextServerCore> Driver<C> {
         if !self.files_dirty || self.next_file_write.is_some_and(|t| t > now) {
             return;
         }
-        self.write_files();
+        self.write_files_or_warn();
         self.next_file_write = Some(now + FILE_WRITE_INTERVAL);
     }
 
@@ -1010,43 +1010,45 @@ impl<C: TextServerCore> Driver<C> {
     /// written (a directory that does not exist, no permission) stops the server at start
     /// instead of warning at every change while the list is never published.
     fn write_first_files(&mut self, now: Instant) -> NetResult<()> {
+        self.next_file_write = Some(now + FILE_WRITE_INTERVAL);
+        match self.write_files().into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+
+    /// Write the list files (a later failure, a full disk, is a warning: the server goes on).
+    fn write_files_or_warn(&mut self) {
+        for problem in self.write_files() {
+            log::warn!("{problem}");
+        }
+    }
+
+    /// Write the list files; what could not be written, and why.
+    fn write_files(&mut self) -> Vec<NetError> {
+        self.files_dirty = false;
         self.ensure_pages();
         let files = [
             (&self.html_file, &self.pages.html, "HTML"),
             (&self.json_file, &self.pages.json, "JSON"),
         ];
+        let mut problems = Vec::new();
         for (path, contents, what) in files {
-            if let Some(path) = path {
-                html::write_atomically(path, contents.as_bytes()).map_err(|e| {
-                    io_error(&format!("writing the {what} list {}", path.display()), e)
-                })?;
-                self.counters.file_writes += 1;
-            }
-        }
-        self.files_dirty = false;
-        self.next_file_write = Some(now + FILE_WRITE_INTERVAL);
-        Ok(())
-    }
-
-    fn write_files(&mut self) {
-        self.files_dirty = false;
-        self.ensure_pages();
-        let files = [
-            (self.html_file.clone(), self.pages.html.clone()),
-            (self.json_file.clone(), self.pages.json.clone()),
-        ];
-        for (path, contents) in files {
             let Some(path) = path else {
                 continue;
             };
-            match html::write_atomically(&path, contents.as_bytes()) {
+            match html::write_atomically(path, contents.as_bytes()) {
                 Ok(()) => self.counters.file_writes += 1,
                 Err(e) => {
                     self.counters.file_write_errors += 1;
-                    log::warn!("writing {}: {e}", path.display());
+                    problems.push(io_error(
+                        &format!("writing the {what} list {}", path.display()),
+                        e,
+                    ));
                 }
             }
         }
+        problems
     }
 
     // ----- shutdown -----
@@ -1100,7 +1102,7 @@ impl<C: TextServerCore> Driver<C> {
         self.links.close_all(self.poll.registry());
         self.refresh_pages(Instant::now());
         if self.files_dirty {
-            self.write_files();
+            self.write_files_or_warn();
         }
     }
 
