@@ -81,29 +81,50 @@ fn html_and_json_lists_follow_joins_and_are_served_over_http() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn http_endpoint_refuses_oversized_and_unknown_requests() {
-    use std::io::{Read, Write};
+/// A slotserver with its HTTP endpoint, and the endpoint's address.
+fn server_with_http() -> (TestServer, std::net::SocketAddr) {
     let runtime = RuntimeConfig {
         http: Some(loopback()),
         ..RuntimeConfig::new("slotserver", loopback())
     };
     let server = TestServer::start_with(test_config(), runtime);
-    let http = server.addrs.http.unwrap();
-    let mut stream = std::net::TcpStream::connect(http).unwrap();
+    let http = server.addrs.http.expect("HTTP bound");
+    (server, http)
+}
+
+/// Send `request` on a new connection and read until the server closes it: the response as
+/// text, or what went wrong (a refused request may be closed while it is still being sent).
+fn exchange(http: std::net::SocketAddr, request: &[u8]) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(http).map_err(|e| e.to_string())?;
     stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let _ = stream.write_all(request);
+    let mut response = Vec::new();
+    let read = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    match read {
+        Err(e) if text.is_empty() => Err(e.to_string()),
+        _ => Ok(text),
+    }
+}
+
+/// The status line's start of [`exchange`]'s response (or its error), for assertions.
+fn status_of(http: std::net::SocketAddr, request: &[u8]) -> String {
+    match exchange(http, request) {
+        Ok(text) => text.lines().next().unwrap_or("").to_string(),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn http_endpoint_refuses_oversized_and_unknown_requests() {
+    let (server, http) = server_with_http();
     let huge = format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n", "p".repeat(20_000));
-    let _ = stream.write_all(huge.as_bytes());
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    assert!(response.starts_with("HTTP/1.1 431"), "{response:.80}");
-    let mut post = std::net::TcpStream::connect(http).unwrap();
-    post.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    post.write_all(b"POST /players.json HTTP/1.1\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    post.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 405"), "{response:.80}");
+    assert!(status_of(http, huge.as_bytes()).starts_with("HTTP/1.1 431"));
+    assert_eq!(
+        status_of(http, b"POST /players.json HTTP/1.1\r\n\r\n"),
+        "HTTP/1.1 405 Method Not Allowed"
+    );
     // The text protocol is unaffected.
     let _c = server.joined("fine", 0);
 }
@@ -113,33 +134,14 @@ fn http_endpoint_refuses_oversized_and_unknown_requests() {
 /// it arrives.
 #[test]
 fn a_complete_head_over_the_limit_is_refused_however_it_arrives() {
-    use std::io::{Read, Write};
-    let runtime = RuntimeConfig {
-        http: Some(loopback()),
-        ..RuntimeConfig::new("slotserver", loopback())
-    };
-    let server = TestServer::start_with(test_config(), runtime);
-    let http = server.addrs.http.unwrap();
+    let (_server, http) = server_with_http();
+    let head = |pad: usize| format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "p".repeat(pad));
     for pad in [8_200, 9_000, 12_000] {
-        let mut stream = std::net::TcpStream::connect(http).unwrap();
-        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        let head = format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "p".repeat(pad));
-        let _ = stream.write_all(head.as_bytes());
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        assert!(
-            response.starts_with("HTTP/1.1 431"),
-            "{pad}: {response:.80}"
-        );
+        let status = status_of(http, head(pad).as_bytes());
+        assert!(status.starts_with("HTTP/1.1 431"), "{pad}: {status}");
     }
     // A head just under the limit is served.
-    let mut stream = std::net::TcpStream::connect(http).unwrap();
-    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    let head = format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "p".repeat(8_000));
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response:.80}");
+    assert_eq!(status_of(http, head(8_000).as_bytes()), "HTTP/1.1 200 OK");
 }
 
 /// Regression: a request over the limit of 64 HTTP connections at once was reset without a
@@ -147,37 +149,20 @@ fn a_complete_head_over_the_limit_is_refused_however_it_arrives() {
 /// `Retry-After`, and once the others are gone the list is served again.
 #[test]
 fn a_request_over_the_connection_limit_gets_503() {
-    use std::io::{Read, Write};
-    let runtime = RuntimeConfig {
-        http: Some(loopback()),
-        ..RuntimeConfig::new("slotserver", loopback())
-    };
-    let server = TestServer::start_with(test_config(), runtime);
-    let http = server.addrs.http.unwrap();
+    let (_server, http) = server_with_http();
     let idle: Vec<_> = (0..64)
         .map(|_| std::net::TcpStream::connect(http).unwrap())
         .collect();
-    let mut over = std::net::TcpStream::connect(http).unwrap();
-    over.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    let _ = over.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    let mut response = Vec::new();
-    let read = over.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response);
+    let response = exchange(http, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(
-        response.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
-            && response.contains("\r\nRetry-After: "),
-        "{read:?} {response:.120}"
+        response
+            .as_ref()
+            .is_ok_and(|r| r.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
+                && r.contains("\r\nRetry-After: ")),
+        "{response:?}"
     );
     drop(idle);
     wait_for("the list to be served again", || {
-        std::net::TcpStream::connect(http)
-            .and_then(|mut s| {
-                s.set_read_timeout(Some(IO_TIMEOUT))?;
-                s.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
-                let mut text = String::new();
-                s.read_to_string(&mut text)?;
-                Ok(text.starts_with("HTTP/1.1 200"))
-            })
-            .unwrap_or(false)
+        status_of(http, b"GET / HTTP/1.0\r\n\r\n") == "HTTP/1.1 200 OK"
     });
 }
