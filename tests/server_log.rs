@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A server process on 127.0.0.1, any free port, without HTTP.
 struct Server {
@@ -35,8 +35,12 @@ impl Server {
             .split("listening on TCP ")
             .nth(1)
             .and_then(|rest| rest.split([',', ' ']).next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
+            .and_then(|a| a.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no address in {line:?}");
+        };
         Server { child, addr }
     }
 
@@ -59,9 +63,15 @@ impl Server {
         BufReader::new(stream)
     }
 
-    /// Stop it (SIGTERM) and return its log.
+    /// Stop it (SIGTERM; killed if it has not stopped within 10 s) and return its log.
     fn log(mut self) -> String {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
         let mut log = String::new();
         self.child
             .stderr
@@ -69,7 +79,6 @@ impl Server {
             .unwrap()
             .read_to_string(&mut log)
             .unwrap();
-        let _ = self.child.wait();
         log
     }
 }
