@@ -193,8 +193,12 @@ fn chromium_renders_the_server_list() {
     }
     assert!(!text.contains("<script>"), "a name became markup:\n{text}");
     assert!(
-        !text.contains("javascript:"),
+        !text.contains("href=\"javascript:"),
         "a javascript: URL became a link"
+    );
+    assert!(
+        text.contains("<small>(javascript:alert(2))</small>"),
+        "a URL that is not a web address is shown as text:\n{text}"
     );
 
     let png = artifact_dir().join("masterserver-list.png");

@@ -58,8 +58,11 @@ impl MasterListing<'_> {
                         "<a href=\"{}\" rel=\"nofollow noopener\">{name}</a>",
                         escape(&s.url)
                     )
-                } else {
+                } else if s.url.is_empty() || s.url == "-" {
                     name
+                } else {
+                    // Not a web address (`www.example.org`, `ftp://...`): shown, never linked.
+                    format!("{name} <small>({})</small>", escape(&s.url))
                 };
                 let kind = if s.udp_port != 0 {
                     format!("{} (UDP {})", s.kind, s.udp_port)
@@ -166,7 +169,11 @@ mod tests {
         assert!(html.contains(
             "<a href=\"http://a.example/?q=&quot;1&quot;&amp;r=2\" rel=\"nofollow noopener\">&lt;b&gt;x&lt;/b&gt;</a>"
         ));
-        assert!(!html.contains("javascript:alert"), "{html}");
+        assert!(!html.contains("href=\"javascript"), "{html}");
+        assert!(
+            html.contains("<td>plain <small>(javascript:alert(1))</small></td>"),
+            "a URL that is not a web address is shown as text: {html}"
+        );
         assert!(html.contains("<td>3/16</td>"));
         assert!(html.contains("192.0.2.1:6581"));
         assert!(html.contains("gameserver (UDP 6522)"));
