@@ -11,9 +11,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use net_core::protocol::ClientProtocol;
-use net_core::rmev::{CustomData, RemoteEvent, ShipState};
+use net_core::rmev::{
+    ConnectRequest, CustomData, EarlierTokens, PlayerName, RemoteEvent, ResumeStep, ShipState,
+};
 use net_core::session::GameEvent;
-use net_core::sim::{LinkProfile, Network, Rng};
+use net_core::sim::{self, LinkProfile, Network, Rng, Transmit};
+use net_core::wire::{encode_packet, PacketHeader, PacketType, WireEvent};
 use support::peer_node::{random_token, PeerNode};
 
 /// The numbered series' custom event type is 100 + the sender's player number.
@@ -535,4 +538,138 @@ fn a_joined_player_is_joined_again_after_its_switch_and_its_ship_flies_on() {
             "it heard {other} join once"
         );
     }
+}
+
+/// A CONNECT from `from` with `token`, asking for a seat and naming `victim` as the sender's
+/// earlier session (the RE_RESUME hello of a backend switch), as anyone can write it: every
+/// player is told the others' tokens.
+fn forged_resume_connect(token: u32, from: usize, victim: u32) -> Vec<u8> {
+    let header = PacketHeader {
+        kind: PacketType::Connect,
+        sender_slot: None,
+        joined: false,
+        sequence: 1,
+        ack: None,
+        token,
+    };
+    let events = [
+        WireEvent {
+            reliable_id: Some(1),
+            event: RemoteEvent::ConnectQueue(vec![ConnectRequest {
+                token,
+                node: sim::node(from),
+                name: PlayerName::new(b"forger").unwrap(),
+            }]),
+        },
+        WireEvent {
+            reliable_id: Some(1),
+            event: RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([victim]))),
+        },
+    ];
+    let mut buf = vec![0u8; 1400];
+    let len = encode_packet(&mut buf, &header, None, &events).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+impl Run {
+    /// `from` sends `data` to the nodes `to`, ten times 330 ms apart (a connect loop), while
+    /// the game goes on.
+    fn send_repeatedly(&mut self, from: usize, to: &[usize], data: &[u8]) {
+        for _ in 0..10 {
+            for &target in to {
+                self.net
+                    .endpoint_mut(from)
+                    .unwrap()
+                    .outbox
+                    .push_back(Transmit {
+                        to: sim::node(target),
+                        data: data.to_vec(),
+                    });
+            }
+            self.play_for(Duration::from_millis(330));
+        }
+    }
+
+    /// Whether the game of `who` saw anyone leave.
+    fn saw_a_departure(&self, who: usize) -> bool {
+        self.players[who]
+            .events
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+    }
+
+    /// Whether the session of `who` seats `token`.
+    fn seats(&self, who: usize, token: u32) -> bool {
+        self.net
+            .endpoint(self.players[who].node)
+            .and_then(|n| n.proto.session())
+            .is_some_and(|s| s.players().iter().any(|p| p.token == token))
+    }
+}
+
+#[test]
+fn a_stranger_naming_a_live_player_as_its_earlier_session_does_not_remove_it() {
+    // A node outside the game sniffed player 1's token and asks to connect as player 1's next
+    // session. Player 1 is alive at its own node: the others keep it and count the claim.
+    let mut run = Run::start(5, 0.0);
+    let victim = run.players[1].tokens[0];
+    let stranger = run.net.add_node();
+    run.net.start(stranger, PeerNode::new(stranger));
+    let forged = forged_resume_connect(0x5151, stranger, victim);
+    run.send_repeatedly(stranger, &[0, 2], &forged);
+    run.play_for(Duration::from_secs(2));
+    for who in [0, 2] {
+        assert!(run.seats(who, victim), "{who}: {:?}", run.describe());
+        assert!(
+            !run.saw_a_departure(who),
+            "{who}: {:?}",
+            run.players[who].events
+        );
+        let stats = run.net.endpoint(who).unwrap().proto.stats();
+        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
+        assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+    }
+    let (owed, _) = run.drain_and_check("seed 5 (a stranger's claim)", &[]);
+    assert!(owed > 0);
+}
+
+#[test]
+fn a_player_naming_another_live_player_as_its_earlier_session_does_not_remove_it() {
+    // Player 0 is in the game and knows player 1's token from the player lists. It names it as
+    // its earlier session twice: in connect requests to player 2, and in a RE_RESUME hello on
+    // its links to everyone. Player 2 keeps player 1 and counts both claims.
+    let mut run = Run::start(6, 0.0);
+    let (forger, victim) = (run.players[0].tokens[0], run.players[1].tokens[0]);
+    let hello = RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([victim])));
+    let session = run
+        .net
+        .endpoint_mut(0)
+        .unwrap()
+        .proto
+        .session_mut()
+        .unwrap();
+    session.queue_event(hello).unwrap();
+    let forged = forged_resume_connect(forger, 0, victim);
+    run.send_repeatedly(0, &[2], &forged);
+    run.play_for(Duration::from_secs(2));
+    assert!(run.seats(2, victim), "{:?}", run.describe());
+    assert!(run.seats(2, forger), "{:?}", run.describe());
+    assert!(!run.saw_a_departure(2), "{:?}", run.players[2].events);
+    let peer = &run.net.endpoint(2).unwrap().proto;
+    assert_eq!(
+        peer.stats().earlier_sessions_retired,
+        0,
+        "{:?}",
+        peer.stats()
+    );
+    assert!(
+        peer.stats().earlier_claims_refused >= 1,
+        "{:?}",
+        peer.stats()
+    );
+    let session = peer.session().unwrap().stats();
+    assert_eq!(session.earlier_claims_refused, 1, "{session:?}");
+    let (owed, _) = run.drain_and_check("seed 6 (a player's claim)", &[]);
+    assert!(owed > 0);
 }

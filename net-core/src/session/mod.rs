@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, NetError, NetResult};
-use crate::rmev::{PlayerName, RemoteEvent, ResumeStep, ShipState};
+use crate::rmev::{EarlierTokens, PlayerName, RemoteEvent, ResumeStep, ShipState};
 use crate::wire::{DecodedPacket, PacketType, WireEvent};
 use crate::Node;
 pub use early::EarlyEvents;
@@ -133,6 +133,9 @@ pub struct SessionStats {
     pub rebinds: u64,
     /// Packets from an unknown address claiming to be a player, refused.
     pub impostors: u64,
+    /// RE_RESUME hellos that named a live player (heard from its own node all along) as the
+    /// sender's earlier session: that player was not removed (see `handle_resume`).
+    pub earlier_claims_refused: u64,
 }
 
 /// One remote node the session exchanges packets with.
@@ -167,6 +170,10 @@ struct Remote {
     answers: Vec<(u32, u32, u32)>,
     /// The session's serial when this remote was added (later events went to it).
     added_at_serial: u64,
+    /// Its hello named a player still heard from at that player's own node as its earlier
+    /// session: since when, and its RE_RESUME steps so far (the hello first), handled once that
+    /// player has gone silent or left, or the claim is refused (see `settle_claims`).
+    claim: Option<(Instant, Vec<ResumeStep>)>,
 }
 
 /// The game loop of a connected client.
@@ -805,7 +812,7 @@ impl Session {
                     event: RemoteEvent::Resume(step),
                 } => {
                     if self.star == origin.is_none() {
-                        self.handle_resume(origin, step);
+                        self.handle_resume(now, origin, step);
                     }
                 }
                 Delivery::Event {
@@ -829,13 +836,127 @@ impl Session {
             }
         }
         self.deliveries = deliveries;
+        self.settle_claims(now);
         Ok(())
+    }
+
+    /// How long a player must have been silent at its own node before another node's claim to
+    /// be its next session (a RE_RESUME hello, or a connect request naming its token) removes
+    /// it. A live player is heard from at least every `keepalive_interval`; a player that
+    /// switched backend closed its old socket, so it went silent at once.
+    pub fn earlier_session_silence(&self) -> Duration {
+        self.config.keepalive_interval * 3
+    }
+
+    /// Whether `player` may be taken for an earlier session of whoever at `claimant` names its
+    /// token: it is at that same node, or it has been silent there for
+    /// `earlier_session_silence`. Every player is told the others' tokens, so a token alone
+    /// proves nothing.
+    pub fn may_retire(&self, player: &Player, claimant: &Node, now: Instant) -> bool {
+        (self.node_eq)(&player.node, claimant)
+            || now.saturating_duration_since(player.last_heard) >= self.earlier_session_silence()
+    }
+
+    /// Pending claims (see `Remote::claim`): once every player the hello named has left or gone
+    /// silent, remove the silent ones and handle the steps; once the claim is two silences old
+    /// and one of them still talks, refuse it (counted) and handle the steps without the live
+    /// players' tokens.
+    pub fn settle_claims(&mut self, now: Instant) {
+        let limit = self.earlier_session_silence() * 2;
+        loop {
+            let mut decided = None;
+            for remote in self.remotes.iter().filter(|r| r.claim.is_some()) {
+                let Some((since, steps)) = &remote.claim else {
+                    continue;
+                };
+                let Some(ResumeStep::Hello(tokens)) = steps.first() else {
+                    decided = Some((remote.slot, None));
+                    break;
+                };
+                let live = self.live_claimed(remote.slot, &remote.node, tokens.as_slice(), now);
+                if live.is_empty() {
+                    decided = Some((remote.slot, None));
+                    break;
+                }
+                if now.saturating_duration_since(*since) >= limit {
+                    decided = Some((remote.slot, Some(live)));
+                    break;
+                }
+            }
+            let Some((slot, refused)) = decided else {
+                return;
+            };
+            let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == slot) else {
+                return;
+            };
+            let (_, mut steps) = remote.claim.take().expect("a claim");
+            if let Some(live) = refused {
+                self.stats.earlier_claims_refused += 1;
+                log::warn!(
+                    "session: slot {slot:?} named a live player as its earlier session; refused"
+                );
+                if let Some(ResumeStep::Hello(tokens)) = steps.first_mut() {
+                    *tokens = EarlierTokens::new(
+                        tokens
+                            .as_slice()
+                            .iter()
+                            .copied()
+                            .filter(|t| !live.contains(t)),
+                    );
+                }
+            }
+            for step in steps {
+                self.handle_resume(now, slot, step);
+            }
+        }
+    }
+
+    /// The tokens of the players (other than `slot`'s) named in `tokens` that may not be taken
+    /// for an earlier session of the player at `claimant` yet (see `may_retire`).
+    fn live_claimed(
+        &self,
+        slot: Option<u8>,
+        claimant: &Node,
+        tokens: &[u32],
+        now: Instant,
+    ) -> Vec<u32> {
+        self.players
+            .iter()
+            .filter(|p| Some(p.slot) != slot && tokens.contains(&p.token))
+            .filter(|p| !self.may_retire(p, claimant, now))
+            .map(|p| p.token)
+            .collect()
     }
 
     /// RE_RESUME from the player in `slot` (mesh) or from the server (star, `None`); see
     /// `resume`.
-    fn handle_resume(&mut self, slot: Option<u8>, step: ResumeStep) {
+    fn handle_resume(&mut self, now: Instant, slot: Option<u8>, step: ResumeStep) {
+        if let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == slot) {
+            if let Some((_, steps)) = remote.claim.as_mut() {
+                steps.push(step);
+                return;
+            }
+        }
         if let (ResumeStep::Hello(tokens), Some(slot)) = (step, slot) {
+            // A player still heard from at its own node is not taken for the sender's earlier
+            // session at once: wait until it goes silent (a switched player's old socket is
+            // closed) or the claim is refused (see `settle_claims`).
+            let claimant = self
+                .remotes
+                .iter()
+                .find(|r| r.slot == Some(slot))
+                .map(|r| r.node);
+            if let Some(claimant) = claimant {
+                if !self
+                    .live_claimed(Some(slot), &claimant, tokens.as_slice(), now)
+                    .is_empty()
+                {
+                    if let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == Some(slot)) {
+                        remote.claim = Some((now, vec![step]));
+                    }
+                    return;
+                }
+            }
             // The same player under an earlier token, still seated (its goodbye was lost, it
             // came back at a new address): it has left; what it was owed is parked for it now.
             let stale: Vec<(u8, u32)> = self
@@ -1162,6 +1283,17 @@ impl Session {
             if remote.hello_due {
                 consider(remote.last_heard);
             }
+            if let Some((since, steps)) = &remote.claim {
+                let silence = self.earlier_session_silence();
+                consider(*since + silence * 2);
+                if let Some(ResumeStep::Hello(tokens)) = steps.first() {
+                    for player in self.players.iter() {
+                        if tokens.as_slice().contains(&player.token) {
+                            consider(player.last_heard + silence);
+                        }
+                    }
+                }
+            }
         }
         if let Some(t) = self.resume.next_expiry() {
             consider(t);
@@ -1184,6 +1316,7 @@ impl Session {
     /// whether the server went silent (star).
     pub fn handle_timeout(&mut self, now: Instant) -> (Vec<u8>, bool) {
         self.advance_tick(now);
+        self.settle_claims(now);
         self.resume.expire(now);
         self.early.advance(now);
         for (slot, event) in self.early.expired(now) {
@@ -1274,6 +1407,7 @@ impl Remote {
             resuming: Vec::new(),
             answers: Vec::new(),
             added_at_serial: 0,
+            claim: None,
         }
     }
 }

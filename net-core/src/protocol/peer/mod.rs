@@ -158,6 +158,9 @@ pub struct PeerStats {
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
     pub earlier_sessions_retired: u64,
+    /// Connect requests that named a player still heard from at its own node as the sender's
+    /// earlier session: that player was not removed (see `retire_earlier_sessions`).
+    pub earlier_claims_refused: u64,
     /// Connect requests (and the seats given to them) dropped because the requester gave up
     /// connecting (its own withdrawal, or one passed on by a player).
     pub requests_withdrawn: u64,
@@ -192,6 +195,10 @@ pub struct PeerProtocol {
     /// packets keep coming until a notice arrives, so each one that comes is answered again
     /// (at most every `reply_wait`).
     conflict_losers: TokenTimes,
+    /// Seated players a connect request named as the sender's earlier session while they were
+    /// still heard from at their own nodes: (their token, the sender's token, when first
+    /// claimed). See `retire_earlier_sessions`.
+    claims: Vec<(u32, u32, Instant)>,
     /// Why a peer refused this one while it was connecting (see `take_refusal`).
     refusal: Option<String>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
@@ -221,6 +228,7 @@ impl PeerProtocol {
             hearsay: Vec::new(),
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
+            claims: Vec::new(),
             refusal: None,
             rejoins_left: 0,
             last_now: Instant::now(),
@@ -712,7 +720,20 @@ impl PeerProtocol {
     /// backend, or reconnects): those players are gone, whether or not their DISCONNECT came
     /// (before this request, or at all). Without this a full game refuses a player that comes
     /// back at once, because it still seats the player's earlier session.
-    fn retire_earlier_sessions(&mut self, sender_token: u32, events: &[WireEvent]) {
+    ///
+    /// Every player is told the others' tokens, so the claim alone proves nothing: a seated
+    /// player is removed at once only if the request comes from its own node or it has been
+    /// silent there for `Session::earlier_session_silence` (a switched player's old socket is
+    /// closed). A player still heard from is only claimed: it is removed once it goes silent,
+    /// and the claim is refused (counted) if it still talks two silences later. The claimant's
+    /// request waits for the decision (`answer_due_requests`).
+    fn retire_earlier_sessions(
+        &mut self,
+        now: Instant,
+        from: Node,
+        sender_token: u32,
+        events: &[WireEvent],
+    ) {
         let Some(tokens) = events.iter().find_map(|w| match &w.event {
             RemoteEvent::Resume(ResumeStep::Hello(tokens)) => Some(*tokens),
             _ => None,
@@ -726,25 +747,115 @@ impl PeerProtocol {
             .copied()
             .filter(|t| *t != sender_token && *t != my_token)
             .collect();
+        let Some(session) = self.session.as_ref() else {
+            return;
+        };
+        let mut retire = Vec::new();
+        for token in earlier {
+            match session.players().iter().find(|p| p.token == token) {
+                Some(p) if !session.may_retire(p, &from, now) => {
+                    if !self
+                        .claims
+                        .iter()
+                        .any(|c| c.0 == token && c.1 == sender_token)
+                    {
+                        self.claims.push((token, sender_token, now));
+                    }
+                }
+                _ => retire.push(token),
+            }
+        }
+        self.retire_tokens_now(&retire);
+    }
+
+    /// Remove the players holding `tokens` (earlier sessions of a player that came back) and
+    /// forget their requests and seats.
+    fn retire_tokens_now(&mut self, tokens: &[u32]) {
+        if tokens.is_empty() {
+            return;
+        }
         let Some(session) = self.session.as_mut() else {
             return;
         };
         let seated: Vec<u8> = session
             .players()
             .iter()
-            .filter(|p| earlier.contains(&p.token))
+            .filter(|p| tokens.contains(&p.token))
             .map(|p| p.slot)
             .collect();
         for slot in seated {
             session.remove_player(slot, "came back at a new address");
             self.stats.earlier_sessions_retired += 1;
         }
-        session.retire_tokens(&earlier);
-        for token in earlier {
+        session.retire_tokens(tokens);
+        self.claims.retain(|c| !tokens.contains(&c.0));
+        for &token in tokens {
             // A seat given to an earlier session that never confirmed it: stop resending it.
             self.queue.remove(token);
             self.note_departed(token);
         }
+        if let Some(session) = self.session.as_mut() {
+            session.settle_claims(self.last_now);
+        }
+    }
+
+    /// Decide the pending claims (see `retire_earlier_sessions`): a claimed player that left or
+    /// went silent is retired; one still heard from two silences after the claim stays, and the
+    /// claim is refused.
+    fn settle_earlier_claims(&mut self, now: Instant) {
+        if self.claims.is_empty() {
+            return;
+        }
+        let Some(session) = self.session.as_ref() else {
+            self.claims.clear();
+            return;
+        };
+        let silence = session.earlier_session_silence();
+        let mut retire = Vec::new();
+        let mut refused = 0;
+        self.claims.retain(|&(token, _, since)| {
+            match session.players().iter().find(|p| p.token == token) {
+                None => {
+                    retire.push(token);
+                    false
+                }
+                Some(p) if now.saturating_duration_since(p.last_heard) >= silence => {
+                    retire.push(token);
+                    false
+                }
+                Some(_) if now.saturating_duration_since(since) >= silence * 2 => {
+                    refused += 1;
+                    false
+                }
+                Some(_) => true,
+            }
+        });
+        if refused > 0 {
+            log::warn!(
+                "peer: a connect request named a live player as its earlier session; refused"
+            );
+            self.stats.earlier_claims_refused += refused;
+        }
+        retire.sort_unstable();
+        retire.dedup();
+        self.retire_tokens_now(&retire);
+    }
+
+    /// When the next pending claim may be decided.
+    fn next_claim_decision(&self) -> Option<Instant> {
+        let session = self.session.as_ref()?;
+        let silence = session.earlier_session_silence();
+        self.claims
+            .iter()
+            .map(|&(token, _, since)| {
+                let silent_at = session
+                    .players()
+                    .iter()
+                    .find(|p| p.token == token)
+                    .map_or(since, |p| p.last_heard + silence);
+                silent_at.min(since + silence * 2)
+            })
+            .min()
     }
 
     // ----- withdrawn connect requests ------------------------------------------------------
@@ -947,7 +1058,7 @@ impl PeerProtocol {
         let header = &packet.header;
         match header.kind {
             PacketType::Connect | PacketType::SlotRequest => {
-                self.retire_earlier_sessions(header.token, events);
+                self.retire_earlier_sessions(now, from, header.token, events);
                 let requests = Self::requests_in(events, &from, header.token);
                 let new = self.schedule_requests(now, header.token, &requests);
                 self.forward_to_higher(now, new);
@@ -1519,6 +1630,13 @@ impl PeerProtocol {
                 // A resend (or the first reply of a seat given at startup).
                 let copies = request.replies_sent == 0;
                 self.send_reply(&request, copies);
+            } else if self.claims.iter().any(|c| c.1 == request.token) {
+                // Its earlier session is still seated here and not yet decided: seat it once
+                // that is settled (it comes back to the same slot, or the game is not full).
+                if let Some(entry) = self.queue.get_mut(request.token) {
+                    entry.reply = Reply::At(now + self.timings.reply_wait);
+                }
+                continue;
             } else {
                 let alive_higher = self.live_higher_players(now, self.deference_window());
                 if !alive_higher.is_empty() && request.deferrals < MAX_DEFERRALS {
@@ -1591,6 +1709,7 @@ impl PeerProtocol {
         self.queue.clear();
         self.contests.clear();
         self.conflict_losers.clear();
+        self.claims.clear();
         self.refusal = None;
     }
 }
@@ -1790,6 +1909,7 @@ impl ClientProtocol for PeerProtocol {
                 }
             }
             Phase::InGame => {
+                self.settle_earlier_claims(now);
                 self.answer_due_requests(now);
                 if let Some(session) = self.session.as_mut() {
                     session.handle_timeout(now);
@@ -1823,7 +1943,8 @@ impl ClientProtocol for PeerProtocol {
             })
             .min();
         let session = self.session.as_ref().and_then(Session::poll_timeout);
-        [phase, queue, session].into_iter().flatten().min()
+        let claims = self.next_claim_decision();
+        [phase, queue, session, claims].into_iter().flatten().min()
     }
 
     fn poll_event(&mut self) -> Option<GameEvent> {
@@ -1846,6 +1967,7 @@ impl ClientProtocol for PeerProtocol {
             ("conflict notices repeated", s.conflict_notices_repeated),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
+            ("earlier-session claims refused", s.earlier_claims_refused),
             ("connect requests withdrawn", s.requests_withdrawn),
             ("packets ignored", s.packets_ignored),
             ("packets rejected", s.packets_rejected),
