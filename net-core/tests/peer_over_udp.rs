@@ -295,27 +295,7 @@ fn switching_the_backend_in_a_session_reconnects_and_loses_no_queued_event() {
         (0..50).collect::<Vec<_>>(),
         "every queued event, in order, once"
     );
-    let a_events: Vec<&GameEvent> = pair
-        .ev_a
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
-            )
-        })
-        .collect();
-    assert!(
-        matches!(
-            a_events.as_slice(),
-            [
-                GameEvent::Connected { .. },
-                GameEvent::Disconnected { .. },
-                GameEvent::Connected { .. }
-            ]
-        ),
-        "{a_events:?}"
-    );
+    assert_left_once_and_came_back_once(&pair.ev_a);
 }
 
 #[test]
@@ -615,27 +595,7 @@ fn a_second_backend_switch_while_the_first_reconnects_leaves_no_ghost_and_keeps_
         "bo sent {replies} replies after ada's second switch"
     );
     // Her game was told she left once, and that she is back once.
-    let connection: Vec<&GameEvent> = pair
-        .ev_a
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
-            )
-        })
-        .collect();
-    assert!(
-        matches!(
-            connection.as_slice(),
-            [
-                GameEvent::Connected { .. },
-                GameEvent::Disconnected { .. },
-                GameEvent::Connected { .. }
-            ]
-        ),
-        "{connection:?}"
-    );
+    assert_left_once_and_came_back_once(&pair.ev_a);
 }
 
 #[test]
@@ -732,4 +692,28 @@ fn a_player_that_leaves_while_its_reconnect_is_seated_but_unanswered_leaves_no_g
             "{leave}"
         );
     }
+}
+
+/// The game was told it was connected, that it left once, and that it is back once.
+fn assert_left_once_and_came_back_once(events: &[GameEvent]) {
+    let connection: Vec<&GameEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
+            )
+        })
+        .collect();
+    assert!(
+        matches!(
+            connection.as_slice(),
+            [
+                GameEvent::Connected { .. },
+                GameEvent::Disconnected { .. },
+                GameEvent::Connected { .. }
+            ]
+        ),
+        "{connection:?}"
+    );
 }

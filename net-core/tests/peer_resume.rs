@@ -7,6 +7,8 @@
 
 mod support;
 
+use support::seeds::env_number;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -300,11 +302,6 @@ fn switching_run(seed: u64, loss: f64) -> (usize, usize) {
         run.play_for(Duration::from_millis(100));
     }
     run.settle(&format!("seed {seed}"))
-}
-
-/// A number from the environment (the seed ranges searched).
-fn env_number(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// Seeds beyond the default range that once broke a game (3,000 seeds searched), run every

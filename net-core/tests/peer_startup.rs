@@ -8,6 +8,8 @@ use std::time::Duration;
 
 mod support;
 
+use support::seeds::env_number;
+
 use net_core::protocol::peer::PeerTimings;
 use net_core::protocol::ClientProtocol;
 use net_core::session::GameEvent;
@@ -92,10 +94,7 @@ fn startup_run(seed: u64, peers: usize, window: Duration, loss: f64) -> Network<
 
 #[test]
 fn peers_started_together_under_loss_all_reach_the_game_with_agreed_unique_slots() {
-    let runs: u64 = std::env::var("PEER_STARTUP_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let runs: u64 = env_number("PEER_STARTUP_RUNS").unwrap_or(10_000);
     let window = PeerTimings::default().connect_interval - Duration::from_millis(1);
     let mut virtual_time = Duration::ZERO;
     for seed in 0..runs {
@@ -264,15 +263,9 @@ fn newcomers_joining_a_running_game_together_are_answered_by_rank_with_agreed_sl
     // Slot uniqueness is checked at the end here, not after every step: when loss makes two
     // peers seat two newcomers in one slot at the same time (rare), the conflict is repaired
     // (the lower token keeps the slot, the other reconnects), which takes a moment.
-    let runs: u64 = std::env::var("PEER_JOIN_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000);
+    let runs: u64 = env_number("PEER_JOIN_RUNS").unwrap_or(2_000);
     let mut repaired = 0;
-    let first: u64 = std::env::var("PEER_JOIN_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let first: u64 = env_number("PEER_JOIN_FIRST").unwrap_or(0);
     for seed in first..first + runs {
         let mut rng = Rng::new(seed ^ 0x5EED);
         let in_game = 1 + rng.below(2) as usize;

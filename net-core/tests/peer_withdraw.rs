@@ -10,6 +10,8 @@ use std::time::Duration;
 
 mod support;
 
+use support::seeds::env_number;
+
 use net_core::protocol::peer::PeerTimings;
 use net_core::protocol::ClientProtocol;
 use net_core::rmev::{ConnectRequest, PlayerName, RemoteEvent};
@@ -485,25 +487,27 @@ fn leaving_run(seed: u64) -> Option<bool> {
     Some(seated)
 }
 
-#[test]
-fn newcomers_leaving_at_random_moments_while_connecting_leave_no_seat_behind() {
-    let runs: u64 = std::env::var("PEER_WITHDRAW_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
-    let first: u64 = std::env::var("PEER_WITHDRAW_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+/// Run `one` over the seeds (PEER_WITHDRAW_FIRST, PEER_WITHDRAW_RUNS; 0 and 500 by default),
+/// print how often the player had been seated when it left, before that, or got in first, and
+/// return the number of runs and of seated leaves.
+fn run_seeds(one: fn(u64) -> Option<bool>) -> (u64, u64) {
+    let runs: u64 = env_number("PEER_WITHDRAW_RUNS").unwrap_or(500);
+    let first: u64 = env_number("PEER_WITHDRAW_FIRST").unwrap_or(0);
     let (mut seated, mut unseated, mut skipped) = (0, 0, 0);
     for seed in first..first + runs {
-        match leaving_run(seed) {
+        match one(seed) {
             Some(true) => seated += 1,
             Some(false) => unseated += 1,
             None => skipped += 1,
         }
     }
     println!("{runs} runs: left while seated {seated}, before {unseated}, got in {skipped}");
+    (runs, seated)
+}
+
+#[test]
+fn newcomers_leaving_at_random_moments_while_connecting_leave_no_seat_behind() {
+    let (runs, seated) = run_seeds(leaving_run);
     assert!(seated * 4 >= runs, "the seated case is common: {seated}");
 }
 
@@ -581,22 +585,6 @@ fn leaving_at_startup_run(seed: u64) -> Option<bool> {
 
 #[test]
 fn peers_leaving_at_random_moments_of_the_startup_leave_no_seat_behind() {
-    let runs: u64 = std::env::var("PEER_WITHDRAW_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
-    let first: u64 = std::env::var("PEER_WITHDRAW_FIRST")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let (mut seated, mut unseated, mut skipped) = (0, 0, 0);
-    for seed in first..first + runs {
-        match leaving_at_startup_run(seed) {
-            Some(true) => seated += 1,
-            Some(false) => unseated += 1,
-            None => skipped += 1,
-        }
-    }
-    println!("{runs} runs: left while seated {seated}, before {unseated}, got in {skipped}");
+    let (runs, seated) = run_seeds(leaving_at_startup_run);
     assert!(seated * 20 >= runs, "the seated case happens: {seated}");
 }

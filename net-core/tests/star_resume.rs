@@ -8,6 +8,10 @@
 //! clients' sessions) exactly once and in order. Sometimes the server's TCP side sees a client's
 //! old connection close only after the new one has spoken (its hello then retires the old one).
 
+mod support;
+
+use support::seeds::env_number;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -385,10 +389,7 @@ fn switching_run(seed: u64, loss: f64, switching: Switching) -> (u64, u64) {
 fn a_switching_gameserver_client_and_the_others_keep_every_event_once_and_in_order() {
     let mut relay_carried = 0;
     let mut client_carried = 0;
-    let seeds: u64 = std::env::var("STAR_RESUME_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let seeds: u64 = env_number("STAR_RESUME_SEEDS").unwrap_or(40);
     for seed in 1..=seeds {
         let loss = [0.0, 0.05, 0.15][seed as usize % 3];
         let (relay, client) = switching_run(seed, loss, Switching::OnlyA);
@@ -409,9 +410,8 @@ fn a_switching_gameserver_client_and_the_others_keep_every_event_once_and_in_ord
 #[test]
 fn two_gameserver_clients_switching_in_turn_keep_every_event_once_and_in_order() {
     // STAR_BOTH_FIRST and STAR_BOTH_SEEDS search other seeds (docs/fuzzing.md).
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let first = env("STAR_BOTH_FIRST").unwrap_or(1);
-    let seeds = env("STAR_BOTH_SEEDS").unwrap_or(40);
+    let first = env_number("STAR_BOTH_FIRST").unwrap_or(1);
+    let seeds = env_number("STAR_BOTH_SEEDS").unwrap_or(40);
     for seed in first..first + seeds {
         let loss = [0.0, 0.05, 0.15][seed as usize % 3];
         switching_run(seed, loss, Switching::Both);

@@ -409,15 +409,13 @@ unsafe extern "C" fn trace_last_error(
     out: *mut c_char,
     out_len: usize,
 ) -> i32 {
-    let body = |socket: &mut TraceSocket| {
-        if out.is_null() || out_len == 0 {
-            return NET_BACKEND_ERR_INVALID;
-        }
-        // SAFETY: `out` is non-NULL and writable for `out_len` (> 0) bytes.
-        unsafe { socket.last_error(out, out_len) }
-    };
-    // SAFETY: `socket` is NULL or a handle from `open`.
-    unsafe { with_socket(socket, TAG, body) }
+    // SAFETY: `socket` is NULL or a handle from `open`; `write` runs only once `out` is a
+    // non-NULL buffer of `out_len` (> 0) writable bytes.
+    unsafe {
+        write_socket_line(socket, out, out_len, |socket| {
+            socket.last_error(out, out_len)
+        })
+    }
 }
 
 unsafe extern "C" fn trace_describe_socket(
@@ -425,13 +423,31 @@ unsafe extern "C" fn trace_describe_socket(
     out: *mut c_char,
     out_len: usize,
 ) -> i32 {
+    // SAFETY: as for `trace_last_error`.
+    unsafe {
+        write_socket_line(socket, out, out_len, |socket| {
+            let written = write_c_string(&socket.describe(), out, out_len);
+            i32::try_from(written).unwrap_or(i32::MAX)
+        })
+    }
+}
+
+/// Run `write` (which writes one line about the socket into `out`) on the socket behind
+/// `socket`, once `out` is known to be a non-empty buffer; `NET_BACKEND_ERR_INVALID` otherwise.
+///
+/// # Safety
+/// `socket` is NULL or a handle from `open`; `out` is NULL or writable for `out_len` bytes.
+unsafe fn write_socket_line(
+    socket: *mut c_void,
+    out: *mut c_char,
+    out_len: usize,
+    write: impl FnOnce(&mut TraceSocket) -> i32,
+) -> i32 {
     let body = |socket: &mut TraceSocket| {
         if out.is_null() || out_len == 0 {
             return NET_BACKEND_ERR_INVALID;
         }
-        // SAFETY: `out` is non-NULL and writable for `out_len` (> 0) bytes.
-        let written = unsafe { write_c_string(&socket.describe(), out, out_len) };
-        i32::try_from(written).unwrap_or(i32::MAX)
+        write(socket)
     };
     // SAFETY: `socket` is NULL or a handle from `open`.
     unsafe { with_socket(socket, TAG, body) }

@@ -1,2 +1,3 @@
 //! Helpers shared by the simulated tests (each test file includes this module).
 pub mod peer_node;
+pub mod seeds;
