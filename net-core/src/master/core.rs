@@ -19,9 +19,12 @@
 //! [`with_wall_clock`](MasterCore::with_wall_clock)).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+
+use log::Level::{self, Debug, Info};
 
 use crate::error::{NetError, NetResult};
 use crate::server::clock::{deadline, WallClock};
@@ -259,6 +262,7 @@ impl MasterCore {
 
     /// Run the timers: silent listed servers, connections that sent no request, unfinished lines.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.conns.refusals().handle_timeout(now);
         if self.next_check.is_none_or(|t| t > now) {
             return;
         }
@@ -286,11 +290,12 @@ impl MasterCore {
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let next = self.next_check?;
-        Some(match self.last_sweep {
+        let sweep = self.next_check.map(|next| match self.last_sweep {
             Some(last) => next.max(last + MIN_SWEEP_INTERVAL),
             None => next,
-        })
+        });
+        let summary = self.conns.refusals_timeout();
+        sweep.into_iter().chain(summary).min()
     }
 
     /// The next thing for the driver to do.
@@ -312,7 +317,8 @@ impl MasterCore {
             Ok(text) => text,
             Err(fault) => {
                 self.counters.illegal_requests += 1;
-                log::debug!("connection {conn}: {}", fault.describe());
+                let what = fault.describe();
+                self.log_refusal(now, conn, Debug, format_args!("connection {conn}: {what}"));
                 if self.conns.refuse_line(conn, fault, proto::ILLEGAL_REQUEST) {
                     self.close(conn, fault.describe());
                 }
@@ -326,18 +332,23 @@ impl MasterCore {
             Ok(MasterRequest::ListServers) => self.list(conn),
             Err(RequestError::Incompatible { major, minor }) => {
                 self.counters.joins_refused_version += 1;
-                if let Some(c) = self.conns.get(conn) {
-                    log::info!(
-                        "join from {} refused: masterserver version incompatible (the server \
-                         speaks version {major}.{minor})",
-                        c.ip
+                let ip = self.conns.get(conn).map(|c| c.ip);
+                if let Some(ip) = ip {
+                    self.log_refusal(
+                        now,
+                        conn,
+                        Info,
+                        format_args!(
+                            "join from {ip} refused: masterserver version incompatible (the \
+                             server speaks version {major}.{minor})"
+                        ),
                     );
                 }
                 self.send(conn, proto::VERSION_INCOMPATIBLE);
             }
             Err(error) => {
                 self.counters.illegal_requests += 1;
-                log::debug!("connection {conn}: {error}");
+                self.log_refusal(now, conn, Debug, format_args!("connection {conn}: {error}"));
                 self.send(conn, error.reply());
             }
         }
@@ -355,10 +366,11 @@ impl MasterCore {
         let ip = c.ip;
         if self.servers.len() >= self.config.max_servers {
             self.counters.joins_refused_full += 1;
-            log::info!(
+            let why = format!(
                 "join of '{}' from {ip} refused: masterserver full",
                 join.name
             );
+            self.log_refusal(now, conn, Info, format_args!("{why}"));
             self.send(conn, proto::MASTERSERVER_FULL);
             return;
         }
@@ -442,6 +454,20 @@ impl MasterCore {
     }
 
     // ----- helpers -----
+
+    /// Log a refusal on `conn` (at most a few lines per address and period; counted by the
+    /// caller whether logged or not).
+    fn log_refusal(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        level: Level,
+        message: fmt::Arguments<'_>,
+    ) {
+        if let Some(ip) = self.conns.get(conn).map(|c| c.ip) {
+            self.conns.refusals().refused(now, ip, level, message);
+        }
+    }
 
     fn send(&mut self, conn: ConnId, line: &str) {
         self.conns.send(conn, line);

@@ -4,7 +4,7 @@
 //! the times the timeouts are measured from, finds the connections whose first deadline has
 //! passed, and queues the lines to send and the connections to close ([`ServerAction`]s).
 //! What a connection means to the protocol (a slot, a listed server) is the core's own state
-//! `S`, kept beside it.
+//! `S`, kept beside it. The core's refusals are logged through its [`RefusalLog`].
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::expiry::{earliest, Expiry};
 use super::lines::{FramedLine, LineBuffer, LineFault};
+use super::refusal_log::RefusalLog;
 use super::slots::{ConnId, ServerAction};
 
 /// How many connections a core takes, and how long a line may be.
@@ -51,6 +52,7 @@ pub struct Connections<S> {
     accepted: u64,
     refused: u64,
     overlong_lines: u64,
+    refusals: RefusalLog,
 }
 
 impl<S> Connections<S> {
@@ -67,7 +69,18 @@ impl<S> Connections<S> {
             accepted: 0,
             refused: 0,
             overlong_lines: 0,
+            refusals: RefusalLog::default(),
         }
+    }
+
+    /// Where the core logs what it refuses (at most a few lines per address and period).
+    pub fn refusals(&mut self) -> &mut RefusalLog {
+        &mut self.refusals
+    }
+
+    /// When the refusal log has a summary line due (see [`RefusalLog::poll_timeout`]).
+    pub fn refusals_timeout(&self) -> Option<Instant> {
+        self.refusals.poll_timeout()
     }
 
     /// Take a new connection with the core's `state` for it, or refuse it (`Err(reason)`,
@@ -98,7 +111,12 @@ impl<S> Connections<S> {
         };
         if let Some(reason) = refusal {
             self.refused += 1;
-            log::info!("refused connection from {peer}: {reason}");
+            self.refusals.refused(
+                now,
+                ip,
+                log::Level::Info,
+                format_args!("refused connection from {peer}: {reason}"),
+            );
             return Err(reason);
         }
         self.accepted += 1;

@@ -9,6 +9,8 @@
 //!   limits and timeouts) shared by the slotserver and the gameserver;
 //! - [`bans`]: the ban list (addresses and networks) and its file;
 //! - [`expiry`]: which deadline closes a connection, and the counts (shared with the masterserver);
+//! - [`refusal_log`]: the rate limit on refusal log lines (per address and over all), shared
+//!   with the masterserver;
 //! - [`listing`], [`html`], [`utc`]: the published player list as JSON and HTML;
 //! - [`outbuf`]: bounded output queues with partial-write handling;
 //! - [`text_core`]: [`TextServerCore`], what the runtime needs from a core (implemented by
@@ -34,6 +36,7 @@ pub mod master_links;
 pub mod outbuf;
 pub mod outgoing;
 pub mod rate;
+pub mod refusal_log;
 pub mod runtime;
 pub mod slots;
 pub mod text_core;
@@ -46,6 +49,7 @@ pub use lines::{LineBuffer, LineFault};
 pub use listing::ServerListing;
 pub use master_links::{RegistrationSettings, MAX_MASTERS};
 pub use rate::RateLimits;
+pub use refusal_log::{RefusalLog, RefusalLogLimits};
 pub use runtime::{
     run, run_core, stop_on_signals, BoundAddrs, RunSummary, RuntimeConfig, UdpService,
 };

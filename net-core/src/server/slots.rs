@@ -18,8 +18,11 @@
 //! ban file when the ban list has one.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime};
+
+use log::Level::{self, Debug, Info};
 
 use crate::error::{NetError, NetResult};
 use crate::rmev::MAX_SLOTS;
@@ -364,6 +367,7 @@ impl SlotServerCore {
     /// players, and the periodic ban file check.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.check_bans(now, false);
+        self.conns.refusals().handle_timeout(now);
         let expired: Vec<(ConnId, Expiry)> = self
             .conns
             .first_deadlines(|c| self.deadlines_of(c))
@@ -387,6 +391,7 @@ impl SlotServerCore {
             .first_deadlines(|c| self.deadlines_of(c))
             .map(|(_, at, _)| at)
             .chain(self.bans.next_check())
+            .chain(self.conns.refusals_timeout())
             .min()
     }
 
@@ -442,7 +447,7 @@ impl SlotServerCore {
         let (ip, joined) = (c.ip, c.state.slot.is_some());
         if !joined && self.bans.is_banned(ip) {
             self.counters.banned_refusals += 1;
-            log::info!("refused banned address {ip}");
+            self.log_refusal(now, ip, Info, format_args!("refused banned address {ip}"));
             self.send(conn, text::BANNED);
             self.close(conn, "banned");
             return;
@@ -451,7 +456,13 @@ impl SlotServerCore {
             Ok(text) => text,
             Err(fault) => {
                 self.counters.invalid_requests += 1;
-                log::debug!("connection {conn} from {ip}: {}", fault.describe());
+                let what = fault.describe();
+                self.log_refusal(
+                    now,
+                    ip,
+                    Debug,
+                    format_args!("connection {conn} from {ip}: {what}"),
+                );
                 if self.conns.refuse_line(conn, fault, text::INVALID_REQUEST) {
                     self.close(conn, fault.describe());
                 }
@@ -470,15 +481,25 @@ impl SlotServerCore {
             Ok(ClientLine::NewName(name)) => self.rename(conn, name),
             Err(LineError::Incompatible { major, minor }) => {
                 self.counters.joins_refused_version += 1;
-                log::info!(
-                    "join from {ip} refused: server version incompatible (the client speaks \
-                     version {major}.{minor})"
+                self.log_refusal(
+                    now,
+                    ip,
+                    Info,
+                    format_args!(
+                        "join from {ip} refused: server version incompatible (the client \
+                         speaks version {major}.{minor})"
+                    ),
                 );
                 self.send(conn, text::VERSION_INCOMPATIBLE);
             }
             Err(error) => {
                 self.counters.invalid_requests += 1;
-                log::debug!("connection {conn} from {ip}: {error}");
+                self.log_refusal(
+                    now,
+                    ip,
+                    Debug,
+                    format_args!("connection {conn} from {ip}: {error}"),
+                );
                 self.send(conn, error.reply());
             }
         }
@@ -504,13 +525,15 @@ impl SlotServerCore {
         let ip = c.ip;
         let Some(slot) = self.slots.iter().position(Option::is_none) else {
             self.counters.joins_refused_full += 1;
-            log::info!("join of '{name}' from {ip} refused: server full");
+            let why = format!("join of '{name}' from {ip} refused: server full");
+            self.log_refusal(now, ip, Info, format_args!("{why}"));
             self.send(conn, text::SERVER_FULL);
             return;
         };
         if self.players().any(|p| p.name == name) {
             self.counters.joins_refused_name_taken += 1;
-            log::info!("join of '{name}' from {ip} refused: name already taken");
+            let why = format!("join of '{name}' from {ip} refused: name already taken");
+            self.log_refusal(now, ip, Info, format_args!("{why}"));
             self.send(conn, text::NAME_TAKEN);
             return;
         }
@@ -610,6 +633,12 @@ impl SlotServerCore {
 
     fn player(&self, slot: u8) -> Option<&PlayerRecord> {
         self.slots.get(usize::from(slot)).and_then(Option::as_ref)
+    }
+
+    /// Log a refusal from `ip` (at most a few lines per address and period; counted by the
+    /// caller whether logged or not).
+    fn log_refusal(&mut self, now: Instant, ip: IpAddr, level: Level, message: fmt::Arguments<'_>) {
+        self.conns.refusals().refused(now, ip, level, message);
     }
 
     fn send(&mut self, conn: ConnId, line: &str) {
