@@ -670,3 +670,126 @@ fn a_player_naming_another_live_player_as_its_earlier_session_does_not_remove_it
     let (owed, _) = run.drain_and_check("seed 6 (a player's claim)", &[]);
     assert!(owed > 0);
 }
+
+impl Run {
+    /// A newcomer at a new node starts connecting with a new token; the network runs until one
+    /// of the players has its request queued but has not seated it yet (the highest player
+    /// seats it at once, the others when they snoop its reply). Returns (the newcomer's node,
+    /// its token, that player).
+    fn newcomer_queued_somewhere(&mut self) -> (usize, u32, usize) {
+        let newcomer = self.net.add_node();
+        let token = random_token(&mut self.rng);
+        let mut node = PeerNode::new(newcomer);
+        node.connect(self.net.now(), token);
+        self.net.start(newcomer, node);
+        let deadline = self.net.now() + Duration::from_secs(3);
+        loop {
+            assert!(
+                self.net.step(deadline),
+                "no player ever had the newcomer's request only queued: {:?}",
+                self.describe()
+            );
+            let queued_only = (0..self.players.len()).find(|&who| {
+                let proto = &self.net.endpoint(self.players[who].node).unwrap().proto;
+                proto.queue().get(token).is_some() && !self.seats(who, token)
+            });
+            if let Some(who) = queued_only {
+                return (newcomer, token, who);
+            }
+        }
+    }
+
+    /// Whether every player seats `token`.
+    fn everyone_seats(&self, token: u32) -> bool {
+        (0..self.players.len()).all(|who| self.seats(who, token))
+    }
+}
+
+#[test]
+fn a_stranger_naming_a_connecting_newcomer_as_its_earlier_session_does_not_stop_it() {
+    // A newcomer is connecting; a player has its request queued and has not seated it yet. A
+    // stranger who saw the newcomer's token asks to connect as the newcomer's next session,
+    // right then and on through its connect loop. The newcomer still repeats its request from
+    // its own node, so the claim is refused (counted) and the newcomer is seated by everyone.
+    let mut run = Run::start(5, 0.0);
+    let (newcomer, token, target) = run.newcomer_queued_somewhere();
+    let stranger = run.net.add_node();
+    run.net.start(stranger, PeerNode::new(stranger));
+    let instant = LinkProfile {
+        latency: Duration::ZERO,
+        ..LinkProfile::default()
+    };
+    run.net
+        .set_profile(stranger, run.players[target].node, instant);
+    let forged = forged_resume_connect(0x5151, stranger, token);
+    run.net
+        .endpoint_mut(stranger)
+        .unwrap()
+        .outbox
+        .push_back(Transmit {
+            to: sim::node(run.players[target].node),
+            data: forged.clone(),
+        });
+    run.net.step(run.net.now());
+    let proto = &run.net.endpoint(run.players[target].node).unwrap().proto;
+    assert!(
+        proto.queue().get(token).is_some(),
+        "{target} dropped the newcomer's request at the forged claim: {:?}",
+        proto.stats()
+    );
+    run.send_repeatedly(stranger, &[0, 1, 2], &forged);
+    run.play_for(Duration::from_secs(2));
+    let node = run.net.endpoint(newcomer).unwrap();
+    assert!(node.proto.is_in_game(), "{:?}", run.describe());
+    assert!(node.errors().is_empty(), "{:?}", node.errors());
+    assert!(run.everyone_seats(token), "{:?}", run.describe());
+    for who in 0..3 {
+        assert!(
+            !run.saw_a_departure(who),
+            "{who}: {:?}",
+            run.players[who].events
+        );
+        let stats = run
+            .net
+            .endpoint(run.players[who].node)
+            .unwrap()
+            .proto
+            .stats();
+        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
+        assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+    }
+}
+
+#[test]
+fn a_newcomer_that_switches_backend_while_connecting_is_seated_once() {
+    // A newcomer is connecting; a player has its request queued and has not seated it yet (the
+    // highest player has seated it already). It switches backend: its old node falls silent
+    // (its withdrawal is lost) and it asks again from a new node with a new token, naming the
+    // old one. Every player seats the new session and none keeps the old request or seat.
+    let mut run = Run::start(5, 0.0);
+    let (old, old_token, _) = run.newcomer_queued_somewhere();
+    let resume = run
+        .net
+        .endpoint(old)
+        .unwrap()
+        .proto
+        .resume_state_for_next()
+        .expect("a connecting player has a resume state");
+    run.net.crash(old);
+    let new = run.net.add_node();
+    let token = random_token(&mut run.rng);
+    let mut node = PeerNode::new(new);
+    node.connect_resuming(run.net.now(), token, Some(resume));
+    run.net.start(new, node);
+    run.play_for(Duration::from_secs(6));
+    let node = run.net.endpoint(new).unwrap();
+    assert!(node.proto.is_in_game(), "{:?}", run.describe());
+    assert!(node.errors().is_empty(), "{:?}", node.errors());
+    assert!(run.everyone_seats(token), "{:?}", run.describe());
+    for who in 0..3 {
+        assert!(!run.seats(who, old_token), "{who}: {:?}", run.describe());
+        let proto = &run.net.endpoint(run.players[who].node).unwrap().proto;
+        assert!(proto.queue().get(old_token).is_none(), "{who}");
+        assert_eq!(proto.stats().earlier_claims_refused, 0, "{who}");
+    }
+}

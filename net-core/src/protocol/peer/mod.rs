@@ -576,7 +576,8 @@ impl PeerProtocol {
     fn queue_for_startup(&mut self, request: &ConnectRequest) {
         self.settle_early_withdrawals(&[(request.token, request.node)]);
         if !self.departed.contains(&request.token) {
-            self.queue.merge(request, Reply::AtStartupEnd);
+            self.queue
+                .merge(request, Reply::AtStartupEnd, self.last_now);
         }
     }
 
@@ -722,11 +723,14 @@ impl PeerProtocol {
     /// back at once, because it still seats the player's earlier session.
     ///
     /// Every player is told the others' tokens, so the claim alone proves nothing: a seated
-    /// player is removed at once only if the request comes from its own node or it has been
-    /// silent there for `Session::earlier_session_silence` (a switched player's old socket is
-    /// closed). A player still heard from is only claimed: it is removed once it goes silent,
-    /// and the claim is refused (counted) if it still talks two silences later. The claimant's
-    /// request waits for the decision (`answer_due_requests`).
+    /// player, or a queued request of a player still connecting, is removed at once only if the
+    /// request comes from its own node or it has been silent for
+    /// `Session::earlier_session_silence` (a switched player's old socket is closed; a
+    /// connecting player repeats its request every connect or slot-request interval). One still
+    /// heard from is only claimed: it is removed once it goes silent, and the claim is refused
+    /// (counted) if it still talks two silences later. The claimant's request waits for the
+    /// decision (`answer_due_requests`). A token known here neither as a player nor as a
+    /// request is retired at once.
     fn retire_earlier_sessions(
         &mut self,
         now: Instant,
@@ -747,25 +751,52 @@ impl PeerProtocol {
             .copied()
             .filter(|t| *t != sender_token && *t != my_token)
             .collect();
-        let Some(session) = self.session.as_ref() else {
+        let Some(silence) = self.session.as_ref().map(|s| s.earlier_session_silence()) else {
             return;
         };
         let mut retire = Vec::new();
         for token in earlier {
-            match session.players().iter().find(|p| p.token == token) {
-                Some(p) if !session.may_retire(p, &from, now) => {
-                    if !self
-                        .claims
-                        .iter()
-                        .any(|c| c.0 == token && c.1 == sender_token)
-                    {
-                        self.claims.push((token, sender_token, now));
-                    }
-                }
-                _ => retire.push(token),
+            let live = self.last_heard_of(token).is_some_and(|heard| {
+                now.saturating_duration_since(heard) < silence && !self.placed_at(token, &from)
+            });
+            if !live {
+                retire.push(token);
+            } else if !self
+                .claims
+                .iter()
+                .any(|c| c.0 == token && c.1 == sender_token)
+            {
+                self.claims.push((token, sender_token, now));
             }
         }
         self.retire_tokens_now(&retire);
+    }
+
+    /// When the player or connecting requester holding `token` was last heard from here: the
+    /// later of its seat's last packet and its queued request's (a seat given to a newcomer
+    /// whose reply was lost hears only its requests). None if it is neither seated nor queued.
+    fn last_heard_of(&self, token: u32) -> Option<Instant> {
+        let seated = self
+            .session
+            .as_ref()
+            .and_then(|s| s.players().iter().find(|p| p.token == token))
+            .map(|p| p.last_heard);
+        let queued = self.queue.get(token).map(|e| e.heard);
+        seated.max(queued)
+    }
+
+    /// Whether this peer seats `token`, or has its request queued, at `node`.
+    fn placed_at(&self, token: u32, node: &Node) -> bool {
+        let seated = self
+            .session
+            .as_ref()
+            .and_then(|s| s.players().iter().find(|p| p.token == token))
+            .map(|p| p.node);
+        let queued = self.queue.get(token).map(|e| e.node);
+        [seated, queued]
+            .into_iter()
+            .flatten()
+            .any(|n| self.same_node(&n, node))
     }
 
     /// Remove the players holding `tokens` (earlier sessions of a player that came back) and
@@ -813,23 +844,23 @@ impl PeerProtocol {
         let silence = session.earlier_session_silence();
         let mut retire = Vec::new();
         let mut refused = 0;
-        self.claims.retain(|&(token, _, since)| {
-            match session.players().iter().find(|p| p.token == token) {
-                None => {
-                    retire.push(token);
-                    false
-                }
-                Some(p) if now.saturating_duration_since(p.last_heard) >= silence => {
-                    retire.push(token);
-                    false
-                }
-                Some(_) if now.saturating_duration_since(since) >= silence * 2 => {
-                    refused += 1;
-                    false
-                }
-                Some(_) => true,
+        let mut claims = std::mem::take(&mut self.claims);
+        claims.retain(|&(token, _, since)| match self.last_heard_of(token) {
+            None => {
+                retire.push(token);
+                false
             }
+            Some(heard) if now.saturating_duration_since(heard) >= silence => {
+                retire.push(token);
+                false
+            }
+            Some(_) if now.saturating_duration_since(since) >= silence * 2 => {
+                refused += 1;
+                false
+            }
+            Some(_) => true,
         });
+        self.claims = claims;
         if refused > 0 {
             log::warn!(
                 "peer: a connect request named a live player as its earlier session; refused"
@@ -848,11 +879,9 @@ impl PeerProtocol {
         self.claims
             .iter()
             .map(|&(token, _, since)| {
-                let silent_at = session
-                    .players()
-                    .iter()
-                    .find(|p| p.token == token)
-                    .map_or(since, |p| p.last_heard + silence);
+                let silent_at = self
+                    .last_heard_of(token)
+                    .map_or(since, |heard| heard + silence);
                 silent_at.min(since + silence * 2)
             })
             .min()
@@ -1143,6 +1172,17 @@ impl PeerProtocol {
         let mut new = Vec::new();
         if let Some(own) = requests.iter().find(|r| r.token == sender_token) {
             self.forget_stale_player_at(now, &own.node, own.token);
+            // The requester is heard at its own node (a claim on its request waits for silence).
+            let (token, node) = (own.token, own.node);
+            if self
+                .queue
+                .get(token)
+                .is_some_and(|e| self.same_node(&e.node, &node))
+            {
+                if let Some(entry) = self.queue.get_mut(token) {
+                    entry.heard = now;
+                }
+            }
         }
         let placed: Vec<(u32, Node)> = requests.iter().map(|r| (r.token, r.node)).collect();
         self.settle_early_withdrawals(&placed);
@@ -1167,7 +1207,7 @@ impl PeerProtocol {
                 Some(entry) if entry.assigned.is_some() => entry.reply = Reply::At(now),
                 Some(_) => {}
                 None => {
-                    self.queue.merge(r, Reply::At(due));
+                    self.queue.merge(r, Reply::At(due), now);
                     if seated.is_none() {
                         new.push(*r);
                     }

@@ -31,6 +31,10 @@ pub struct QueuedRequest {
     pub replies_sent: u32,
     /// Times this peer let a live higher-ranked player answer first.
     pub deferrals: u32,
+    /// When a request of this token last came from its own node (a connecting player repeats
+    /// it every connect or slot-request interval); when it was queued if it came by another
+    /// peer. A claim that this request is someone's earlier session waits for its silence.
+    pub heard: Instant,
 }
 
 /// Most requests kept (more than can ever be seated).
@@ -67,8 +71,9 @@ impl RequestQueue {
         self.entries.iter_mut().find(|e| e.token == token)
     }
 
-    /// Add a request unless its token is already queued. Returns true if it was added.
-    pub fn merge(&mut self, request: &ConnectRequest, reply: Reply) -> bool {
+    /// Add a request (heard `now`) unless its token is already queued. Returns true if it was
+    /// added.
+    pub fn merge(&mut self, request: &ConnectRequest, reply: Reply, now: Instant) -> bool {
         if request.token == 0
             || self.get(request.token).is_some()
             || self.entries.len() >= MAX_QUEUED
@@ -83,6 +88,7 @@ impl RequestQueue {
             assigned: None,
             replies_sent: 0,
             deferrals: 0,
+            heard: now,
         });
         true
     }
