@@ -158,8 +158,9 @@ pub struct PeerStats {
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
     pub earlier_sessions_retired: u64,
-    /// Connect requests that named a player still heard from at its own node as the sender's
-    /// earlier session: that player was not removed (see `retire_earlier_sessions`).
+    /// Connect requests that named a player (or a connecting player's queued request) still
+    /// heard from at its own node as the sender's earlier session: it was not removed (see
+    /// `retire_earlier_sessions`).
     pub earlier_claims_refused: u64,
     /// Connect requests (and the seats given to them) dropped because the requester gave up
     /// connecting (its own withdrawal, or one passed on by a player).
@@ -195,9 +196,9 @@ pub struct PeerProtocol {
     /// packets keep coming until a notice arrives, so each one that comes is answered again
     /// (at most every `reply_wait`).
     conflict_losers: TokenTimes,
-    /// Seated players a connect request named as the sender's earlier session while they were
-    /// still heard from at their own nodes: (their token, the sender's token, when first
-    /// claimed). See `retire_earlier_sessions`.
+    /// Seated players (or queued requests) a connect request named as the sender's earlier
+    /// session while they were still heard from at their own nodes: (their token, the sender's
+    /// token, when first claimed). See `retire_earlier_sessions`.
     claims: Vec<(u32, u32, Instant)>,
     /// Why a peer refused this one while it was connecting (see `take_refusal`).
     refusal: Option<String>,
@@ -1671,8 +1672,9 @@ impl PeerProtocol {
                 let copies = request.replies_sent == 0;
                 self.send_reply(&request, copies);
             } else if self.claims.iter().any(|c| c.1 == request.token) {
-                // Its earlier session is still seated here and not yet decided: seat it once
-                // that is settled (it comes back to the same slot, or the game is not full).
+                // Its earlier session is still seated (or queued) here and not yet decided: seat
+                // it once that is settled (it comes back to the same slot, or the game is not
+                // full).
                 if let Some(entry) = self.queue.get_mut(request.token) {
                     entry.reply = Reply::At(now + self.timings.reply_wait);
                 }
