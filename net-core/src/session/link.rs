@@ -122,7 +122,7 @@ struct InFlight {
     /// The owner's tag (see `queue_tagged`).
     tag: u64,
     event: RemoteEvent,
-    last_sent: Option<Instant>,
+    last_sent: Instant,
     acked: bool,
 }
 
@@ -190,6 +190,10 @@ pub struct Link {
     numbered_unsent: usize,
     /// Reliable events sent and not yet acknowledged, by id.
     in_flight: VecDeque<InFlight>,
+    /// The earliest `last_sent` of the unacknowledged events in `in_flight` (None: none), kept
+    /// up to date by every change to `in_flight`, so that the checks a game makes every frame
+    /// (`wants_to_send`, `next_retransmit`) do not walk the window.
+    earliest_unacked_sent: Option<Instant>,
     // --- incoming ---
     latest_received: Option<u32>,
     received_bits: u32,
@@ -219,6 +223,7 @@ impl Link {
             queued: VecDeque::new(),
             numbered_unsent: 0,
             in_flight: VecDeque::new(),
+            earliest_unacked_sent: None,
             latest_received: None,
             received_bits: 0,
             next_expected_id: 1,
@@ -305,11 +310,31 @@ impl Link {
 
     /// When the earliest retransmission becomes due, if any event is in flight.
     pub fn next_retransmit(&self, _now: Instant) -> Option<Instant> {
-        let rto = self.rto();
+        debug_assert_eq!(
+            self.earliest_unacked_sent,
+            self.scan_earliest_unacked_sent()
+        );
+        // The same rto is added to every send time, so the earliest send gives the earliest.
+        self.earliest_unacked_sent.map(|t| t + self.rto())
+    }
+
+    /// Whether a retransmission is due at `now` (the test `write_packet` applies to each event
+    /// in flight, applied to the earliest sent: if that one is not due, none is).
+    fn retransmission_due(&self, now: Instant) -> bool {
+        debug_assert_eq!(
+            self.earliest_unacked_sent,
+            self.scan_earliest_unacked_sent()
+        );
+        self.earliest_unacked_sent
+            .is_some_and(|t| now.saturating_duration_since(t) >= self.rto())
+    }
+
+    /// `earliest_unacked_sent` computed from the window.
+    fn scan_earliest_unacked_sent(&self) -> Option<Instant> {
         self.in_flight
             .iter()
             .filter(|f| !f.acked)
-            .filter_map(|f| f.last_sent.map(|t| t + rto))
+            .map(|f| f.last_sent)
             .min()
     }
 
@@ -373,11 +398,7 @@ impl Link {
         let due = self
             .in_flight
             .iter()
-            .filter(|f| {
-                !f.acked
-                    && f.last_sent
-                        .is_none_or(|t| now.saturating_duration_since(t) >= rto)
-            })
+            .filter(|f| !f.acked && now.saturating_duration_since(f.last_sent) >= rto)
             .map(|f| f.origin);
         for origin in due.chain(self.queued.iter().map(|(o, _, _, _)| *o)) {
             if !origins.contains(&origin) {
@@ -487,26 +508,28 @@ impl Link {
         let mut carried = std::mem::take(&mut self.carried_scratch);
         carried.clear();
         let rto = self.rto();
-        // Retransmissions first: they are older than anything new.
-        for flight in self
-            .in_flight
-            .iter_mut()
-            .filter(|f| !f.acked && wanted(f.origin))
-        {
-            let due = flight
-                .last_sent
-                .is_none_or(|t| now.saturating_duration_since(t) >= rto);
-            if !due {
-                continue;
-            }
-            if !writer.push_parts(Some(flight.id), &flight.event)? {
-                break;
-            }
-            if flight.last_sent.is_some() {
+        // Retransmissions first: they are older than anything new. (The window is walked only
+        // when the earliest event sent is due.)
+        if self.retransmission_due(now) {
+            for flight in self
+                .in_flight
+                .iter_mut()
+                .filter(|f| !f.acked && wanted(f.origin))
+            {
+                let due = now.saturating_duration_since(flight.last_sent) >= rto;
+                if !due {
+                    continue;
+                }
+                if !writer.push_parts(Some(flight.id), &flight.event)? {
+                    break;
+                }
                 self.stats.retransmissions += 1;
+                flight.last_sent = now;
+                carried.push(flight.id);
             }
-            flight.last_sent = Some(now);
-            carried.push(flight.id);
+        }
+        if !carried.is_empty() {
+            self.earliest_unacked_sent = self.scan_earliest_unacked_sent();
         }
         // New events in creation order (a relay packet takes only its origin's).
         self.number_queued();
@@ -540,11 +563,13 @@ impl Link {
                         origin,
                         tag,
                         event,
-                        last_sent: Some(now),
+                        last_sent: now,
                         acked: false,
                     },
                 );
                 self.stats.reliable_sent += 1;
+                self.earliest_unacked_sent =
+                    Some(self.earliest_unacked_sent.map_or(now, |t| t.min(now)));
                 carried.push(id);
             }
         }
@@ -764,12 +789,18 @@ impl Link {
         }
         if !acked_ids.is_empty() {
             acked_ids.sort_unstable();
+            let mut earliest = None::<Instant>;
             for flight in self.in_flight.iter_mut() {
                 if !flight.acked && acked_ids.binary_search(&flight.id).is_ok() {
                     flight.acked = true;
                     self.stats.reliable_acked += 1;
                 }
+                if !flight.acked {
+                    let t = flight.last_sent;
+                    earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                }
             }
+            self.earliest_unacked_sent = earliest;
             while self.in_flight.front().is_some_and(|f| f.acked) {
                 self.in_flight.pop_front();
             }
