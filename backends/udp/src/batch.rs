@@ -163,6 +163,12 @@ impl Batch {
                     self.emptied_socket = read < asked;
                     self.learn(read, asked);
                 }
+                // The empty socket of almost every frame, told from the raw code first (the
+                // general classifiers below map the code to an `ErrorKind` each time).
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    self.single_streak = 0;
+                    break;
+                }
                 Err(e) if oserr::is_interrupted(&e) => {}
                 Err(e) if oserr::is_would_block(&e) => {
                     self.single_streak = 0;

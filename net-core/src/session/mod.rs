@@ -1172,12 +1172,8 @@ impl Session {
     /// destination and length. Call until it returns None.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
         self.advance_tick(now);
-        let earlier = self.resume.earlier_tokens();
-        for remote in self.remotes.iter_mut().filter(|r| r.hello_due) {
-            remote.hello_due = false;
-            remote
-                .link
-                .queue_event(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+        if self.remotes.iter().any(|r| r.hello_due) {
+            self.queue_due_hellos();
         }
         let count = self.remotes.len();
         for step in 0..count {
@@ -1235,6 +1231,18 @@ impl Session {
             }
         }
         None
+    }
+
+    /// Queue a resume hello on every remote that owes one (rare: checked first by the caller,
+    /// so a frame with none does not build the list of earlier tokens).
+    fn queue_due_hellos(&mut self) {
+        let earlier = self.resume.earlier_tokens();
+        for remote in self.remotes.iter_mut().filter(|r| r.hello_due) {
+            remote.hello_due = false;
+            remote
+                .link
+                .queue_event(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+        }
     }
 
     fn advance_tick(&mut self, now: Instant) {

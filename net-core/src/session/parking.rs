@@ -143,6 +143,9 @@ impl<P: Parked, R: Receipt + Copy, const MAX: usize> ParkingLot<P, R, MAX> {
 
     /// When the oldest parked link or receipt expires.
     pub fn next_expiry(&self) -> Option<Instant> {
+        if self.parked.is_empty() && self.receipts.is_empty() {
+            return None; // the common case, asked every frame: no chained walk
+        }
         let parked = self.parked.iter().map(Parked::parked_at);
         let receipts = self.receipts.iter().map(Receipt::parked_at);
         parked.chain(receipts).min().map(|t| t + PARK_TIME)
