@@ -3,29 +3,14 @@
 //! moment on, so it rides with the answer the game queues in between. Without the option (the
 //! relay) the acknowledgement is due at once.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use net_core::rmev::{CustomData, RemoteEvent};
-use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
-use net_core::wire::{decode_packet, PacketType};
-
-fn meta() -> PacketMeta {
-    PacketMeta {
-        kind: PacketType::GameState,
-        sender_slot: Some(0),
-        joined: true,
-        token: 7,
-        relay: false,
-    }
-}
-
-fn reliable(seq: u8) -> RemoteEvent {
-    RemoteEvent::Custom {
-        custom_type: 1,
-        data: CustomData::new(&[seq; 64]).unwrap(),
-        reliable: true,
-    }
-}
+use net_core::session::{Delivery, Link, LinkConfig};
+use net_core::wire::decode_packet;
+use support::link_parts::{meta, reliable};
 
 fn link(ack_with_next_frame: bool) -> Link {
     Link::new(LinkConfig {

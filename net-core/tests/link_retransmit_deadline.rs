@@ -3,29 +3,13 @@
 //! still unacknowledged through losses, acknowledgements out of order and retransmissions.
 //! (Debug builds also compare the kept time with a walk of the window at every check.)
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use net_core::rmev::{CustomData, RemoteEvent};
-use net_core::session::{Link, LinkConfig, PacketMeta};
-use net_core::wire::{decode_packet, PacketType};
-
-fn meta() -> PacketMeta {
-    PacketMeta {
-        kind: PacketType::GameState,
-        sender_slot: Some(0),
-        joined: true,
-        token: 7,
-        relay: false,
-    }
-}
-
-fn reliable(seq: u8) -> RemoteEvent {
-    RemoteEvent::Custom {
-        custom_type: 1,
-        data: CustomData::new(&[seq; 64]).unwrap(),
-        reliable: true,
-    }
-}
+use net_core::session::{Link, LinkConfig};
+use net_core::wire::decode_packet;
+use support::link_parts::{meta, reliable};
 
 /// `from` writes a packet at `now`; returns its bytes.
 fn write(from: &mut Link, now: Instant) -> Vec<u8> {

@@ -1,3 +1,4 @@
 //! Helpers shared by the simulated tests (each test file includes this module).
+pub mod link_parts;
 pub mod peer_node;
 pub mod seeds;
