@@ -1,17 +1,26 @@
 //! A client repeating a refused line cannot flood a server's log: the cores (`SlotServerCore`,
 //! `MasterCore`), driven without sockets at one virtual `now`, log a few refusal lines per
 //! address and period and then one line with how many were not logged, and few lines over all
-//! addresses; every refusal is still counted and answered. The log is captured per test thread.
+//! addresses; every refusal is still counted and answered. The runtime's own warnings (a
+//! connection over `--tcp-rate`, a UDP source over `--udp-rate`) go through the same limit,
+//! shown by running the real runtime on the test thread. The log is captured per test thread.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Once;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use net_core::master::{MasterConfig, MasterCore};
-use net_core::server::{BanList, ConnId, ServerAction, SlotServerConfig, SlotServerCore};
+use net_core::server::slots::RosterChange;
+use net_core::server::{
+    run, BanList, ConnId, RateLimits, RuntimeConfig, ServerAction, SlotServerConfig,
+    SlotServerCore, UdpService,
+};
+use socket2::{Domain, Socket, Type};
 
 thread_local! {
     static CAPTURED: RefCell<Vec<(Level, String)>> = const { RefCell::new(Vec::new()) };
@@ -235,4 +244,133 @@ fn the_masterserver_limits_its_refusal_lines_too() {
         containing(&take_log(), "not logged"),
         ["... 95 more refusals from 198.51.100.4 in the last 10 s not logged"]
     );
+}
+
+/// A game service that takes every datagram and sends nothing.
+struct Quiet;
+
+impl UdpService for Quiet {
+    fn roster(&mut self, _: Instant, _: &RosterChange) {}
+    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: &[u8]) {}
+    fn poll_transmit(&mut self, _: Instant, _: &mut [u8]) -> Option<(SocketAddr, usize)> {
+        None
+    }
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn poll_silent(&mut self) -> Option<u8> {
+        None
+    }
+    fn status_lines(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Connect to `server` from `source` (an address of 127.0.0.0/8), send more than the burst of
+/// `--tcp-rate` and wait until the server has dropped the connection.
+fn flood_tcp_from(source: Ipv4Addr, server: SocketAddr) {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket
+        .bind(&SocketAddr::new(IpAddr::V4(source), 0).into())
+        .unwrap();
+    socket.connect(&server.into()).unwrap();
+    let mut stream: TcpStream = socket.into();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&[b'x'; 200]).unwrap();
+    let mut buf = [0u8; 256];
+    // Closed (0) or reset: either way the server dropped it.
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+#[test]
+fn the_runtime_logs_rate_limit_drops_within_the_same_limit() {
+    capture_log();
+    let runtime = RuntimeConfig {
+        udp: Some("127.0.0.1:0".parse().unwrap()),
+        // Bursts of 40 bytes per connection and 2 datagrams per source.
+        limits: RateLimits {
+            tcp_bytes_per_sec: 10,
+            udp_datagrams_per_sec: 1,
+            udp_bytes_per_sec: 1 << 20,
+        },
+        ..RuntimeConfig::new("gameserver", "127.0.0.1:0".parse().unwrap())
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let clients = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let bound: net_core::server::BoundAddrs = bound_rx.recv().unwrap();
+            let start = Instant::now();
+            // One address, ten connections over the rate: five lines, then its summary.
+            for _ in 0..10 {
+                flood_tcp_from(Ipv4Addr::new(127, 0, 3, 1), bound.tcp);
+            }
+            // Sixty addresses, one connection each: the limit over all addresses.
+            for i in 0..60 {
+                flood_tcp_from(Ipv4Addr::new(127, 0, 1, 1 + i), bound.tcp);
+            }
+            // Sixty UDP sources, each one datagram over its burst.
+            let udp = bound.udp.unwrap();
+            for i in 0..60 {
+                let socket = UdpSocket::bind((Ipv4Addr::new(127, 0, 2, 1 + i), 0)).unwrap();
+                for _ in 0..3 {
+                    socket.send_to(b"flood", udp).unwrap();
+                }
+            }
+            // The periods began after `start`: once they are over, the summaries are logged.
+            let over = start + Duration::from_millis(11_000);
+            std::thread::sleep(over.saturating_duration_since(Instant::now()));
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    // The server runs on this thread, whose log lines are captured.
+    let summary = run(
+        runtime,
+        SlotServerCore::new(SlotServerConfig::default(), BanList::empty()),
+        Some(Box::new(Quiet)),
+        stop,
+        move |bound| bound_tx.send(bound).unwrap(),
+    )
+    .unwrap();
+    clients.join().unwrap();
+    assert_eq!(summary.counter("tcp_rate_limited"), 70);
+    assert_eq!(summary.counter("udp_rate_limited"), 60);
+    let log = take_log();
+    let tcp_lines = containing(&log, "bytes/s; connection dropped");
+    let udp_lines = containing(&log, "over the UDP rate limit");
+    assert_eq!(
+        tcp_lines
+            .iter()
+            .filter(|l| l.starts_with("127.0.3.1:"))
+            .count(),
+        5,
+        "{tcp_lines:#?}"
+    );
+    assert_eq!(
+        tcp_lines.len() + udp_lines.len(),
+        50,
+        "at most 50 lines from all addresses a period: {log:#?}"
+    );
+    let summaries = containing(&log, "not logged");
+    assert!(
+        summaries.contains(&"... 5 more refusals from 127.0.3.1 in the last 10 s not logged"),
+        "{summaries:#?}"
+    );
+    // 70 + 60 over a limit, 50 logged, 5 in the summary of 127.0.3.1.
+    assert!(
+        summaries.contains(
+            &"... 75 more refusals in the last 10 s not logged (more than 50 refusal lines \
+              from all addresses)"
+        ),
+        "{summaries:#?}"
+    );
+    assert_eq!(summaries.len(), 2, "{summaries:#?}");
 }

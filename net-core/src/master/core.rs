@@ -32,6 +32,7 @@ use crate::server::connections::{Connection, ConnectionLimits, Connections};
 use crate::server::expiry::{earliest, Expiry, ExpiryCounts};
 use crate::server::http::Pages;
 use crate::server::lines::FramedLine;
+use crate::server::refusal_log::RefusalLog;
 use crate::server::slots::{ConnId, ServerAction};
 use crate::server::text_core::TextServerCore;
 
@@ -194,6 +195,12 @@ impl MasterCore {
 
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// The limiter the core's refusal lines go through (the runtime logs its own refusals
+    /// through it too).
+    pub fn refusal_log(&mut self) -> &mut RefusalLog {
+        self.conns.refusals()
     }
 
     /// Everything counted since the start, by name.
@@ -569,6 +576,9 @@ impl TextServerCore for MasterCore {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         MasterCore::counters(self)
+    }
+    fn refusal_log(&mut self) -> &mut RefusalLog {
+        MasterCore::refusal_log(self)
     }
     fn render_pages(&self, _kind: &str, _status: &[String], generated: SystemTime) -> Pages {
         let listing = MasterListing {

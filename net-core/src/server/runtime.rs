@@ -9,7 +9,9 @@
 //! renders the published pages lazily (at most once per file write or HTTP request, however
 //! often the list changes), publishes the HTML and JSON files (replaced atomically), tells the
 //! masterservers the player count, and stops gracefully when `stop` becomes true (sending
-//! `remove me` to the masterservers first).
+//! `remove me` to the masterservers first). Its own refusal lines (a connection over the byte
+//! rate, a client that does not read, a UDP source over its rate) go through the core's
+//! [`RefusalLog`](super::RefusalLog), so one limit covers every refusal line of a server.
 //!
 //! It must never decide protocol questions (who gets which line or slot is the core's job) and
 //! never block: every socket is non-blocking and every wait is bounded. No step of the loop
@@ -552,9 +554,9 @@ impl<C: TextServerCore> Driver<C> {
             };
             let token = self.new_token();
             let id = token.0 as ConnId;
-            if let Err(reason) = self.core.accept(now, id, peer) {
+            // A refusal is logged by the core, within the refusal log's limit.
+            if self.core.accept(now, id, peer).is_err() {
                 self.counters.refused_at_accept += 1;
-                log::debug!("refused {peer}: {reason}");
                 if let Some(line) = self.core.refusal_line() {
                     say_and_close(&mut stream, format!("{line}\n").as_bytes());
                 }
@@ -611,10 +613,14 @@ impl<C: TextServerCore> Driver<C> {
                 Ok(n) => {
                     if conn.state == TextState::Open && !conn.bytes.take(now, n as u64) {
                         self.counters.tcp_rate_limited += 1;
-                        log::warn!(
-                            "{}: sent more than {} bytes/s; connection dropped",
-                            conn.peer,
-                            self.limits.tcp_bytes_per_sec
+                        self.core.refusal_log().refused(
+                            now,
+                            conn.peer.ip().to_canonical(),
+                            log::Level::Warn,
+                            format_args!(
+                                "{}: sent more than {} bytes/s; connection dropped",
+                                conn.peer, self.limits.tcp_bytes_per_sec
+                            ),
                         );
                         break format!(
                             "over the rate limit of {} bytes/s",
@@ -804,7 +810,12 @@ impl<C: TextServerCore> Driver<C> {
         }
         self.counters.slow_clients_dropped += 1;
         if let Some(c) = self.text.get(&token) {
-            log::warn!("dropping {}: it does not read what it is sent", c.peer);
+            self.core.refusal_log().refused(
+                now,
+                c.peer.ip().to_canonical(),
+                log::Level::Warn,
+                format_args!("dropping {}: it does not read what it is sent", c.peer),
+            );
         }
         self.drop_text(now, token, "output buffer full");
     }
@@ -858,11 +869,16 @@ impl<C: TextServerCore> Driver<C> {
                         Verdict::Refuse { first } => {
                             self.counters.udp_rate_limited += 1;
                             if first {
-                                log::warn!(
-                                    "{from}: over the UDP rate limit ({} datagrams, {} bytes a \
-                                     second); dropping its datagrams",
-                                    self.limits.udp_datagrams_per_sec,
-                                    self.limits.udp_bytes_per_sec
+                                self.core.refusal_log().refused(
+                                    now,
+                                    from.ip().to_canonical(),
+                                    log::Level::Warn,
+                                    format_args!(
+                                        "{from}: over the UDP rate limit ({} datagrams, {} bytes \
+                                         a second); dropping its datagrams",
+                                        self.limits.udp_datagrams_per_sec,
+                                        self.limits.udp_bytes_per_sec
+                                    ),
                                 );
                             }
                         }
@@ -928,8 +944,14 @@ impl<C: TextServerCore> Driver<C> {
             };
             if self.http.len() >= MAX_HTTP_CONNECTIONS {
                 self.counters.http_refused += 1;
-                log::debug!(
-                    "refused HTTP connection from {peer}: {MAX_HTTP_CONNECTIONS} at once at most"
+                self.core.refusal_log().refused(
+                    now,
+                    peer.ip().to_canonical(),
+                    log::Level::Debug,
+                    format_args!(
+                        "refused HTTP connection from {peer}: {MAX_HTTP_CONNECTIONS} at once at \
+                         most"
+                    ),
                 );
                 say_and_close(&mut stream, &http::busy_response());
                 continue;

@@ -32,6 +32,7 @@ use super::bans::{BanList, ReloadOutcome};
 use super::connections::{Connection, ConnectionLimits, Connections};
 use super::expiry::{Expiry, ExpiryCounts};
 use super::lines::{FramedLine, MAX_LINE_LEN};
+use super::refusal_log::RefusalLog;
 use super::text_protocol::{self as text, ClientLine, LineError};
 
 /// The runtime's name for one TCP connection.
@@ -273,6 +274,12 @@ impl SlotServerCore {
     /// How many connections are open (joined or not).
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// The limiter the core's refusal lines go through (the runtime logs its own refusals,
+    /// connections dropped over a rate limit, through it too).
+    pub fn refusal_log(&mut self) -> &mut RefusalLog {
+        self.conns.refusals()
     }
 
     /// Everything counted since the start, by name.

@@ -16,6 +16,7 @@ use super::bans::BanList;
 use super::html;
 use super::http::Pages;
 use super::listing::ServerListing;
+use super::refusal_log::RefusalLog;
 use super::slots::{ConnId, RosterChange, ServerAction, SlotServerCore};
 
 /// A text-protocol server core the runtime can drive.
@@ -42,6 +43,10 @@ pub trait TextServerCore {
     fn shutdown(&mut self, reason: &str);
     /// Everything counted since the start, by name.
     fn counters(&self) -> Vec<(&'static str, u64)>;
+    /// The limiter of the core's refusal lines: the runtime logs its own refusals (a connection
+    /// over a rate limit, a client that does not read) through it too, so one limit covers all
+    /// of a server's refusal lines. Its summaries are the core's timers (`poll_timeout`).
+    fn refusal_log(&mut self) -> &mut RefusalLog;
     /// The published HTML and JSON documents as of now. `kind` is the runtime's server kind,
     /// `status` extra status lines (a UDP service's figures).
     fn render_pages(&self, kind: &str, status: &[String], generated: SystemTime) -> Pages;
@@ -99,6 +104,9 @@ impl TextServerCore for SlotServerCore {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         SlotServerCore::counters(self)
+    }
+    fn refusal_log(&mut self) -> &mut RefusalLog {
+        SlotServerCore::refusal_log(self)
     }
     fn render_pages(&self, kind: &str, status: &[String], generated: SystemTime) -> Pages {
         let config = self.config();
