@@ -711,8 +711,8 @@ fn a_stranger_naming_a_connecting_newcomer_as_its_earlier_session_does_not_stop_
     // stranger who saw the newcomer's token asks that player to connect as the newcomer's next
     // session, right then and on through its connect loop. The newcomer still repeats its
     // request from its own node, so the claim is refused (counted) and the newcomer is seated
-    // by everyone. (Only that player is asked: a hello naming a token a player has not heard of
-    // yet still retires it there, see docs/decisions.md.)
+    // by everyone. (A hello that overtakes the newcomer's first request is
+    // `a_stranger_naming_a_newcomer_before_its_first_request_arrives_does_not_stop_it`.)
     let mut run = Run::start(5, 0.0);
     let (newcomer, token, target) = run.newcomer_queued_somewhere();
     let stranger = run.net.add_node();
@@ -762,6 +762,60 @@ fn a_stranger_naming_a_connecting_newcomer_as_its_earlier_session_does_not_stop_
     let stats = run.net.endpoint(run.players[target].node).unwrap();
     let stats = stats.proto.stats();
     assert!(stats.earlier_claims_refused >= 1, "{target}: {stats:?}");
+}
+
+#[test]
+fn a_stranger_naming_a_newcomer_before_its_first_request_arrives_does_not_stop_it() {
+    // A stranger who learnt a newcomer's token names it as its earlier session to every player
+    // before the newcomer's first request reaches any of them (its packet overtook the
+    // newcomer's), and on through its connect loop. The players know the token neither as a
+    // player nor as a request yet: they only watch it. The newcomer's requests then show up
+    // from its own node, so the claim is refused (counted) and the newcomer is seated by all.
+    // Two players, so the stranger's own request (seated, never confirmed) does not fill the
+    // game.
+    let mut run = Run::start_with(2, 112, 0.0);
+    let stranger = run.net.add_node();
+    run.net.start(stranger, PeerNode::new(stranger));
+    let newcomer = run.net.add_node();
+    let token = random_token(&mut run.rng);
+    let forged = forged_resume_connect(0x5151, stranger, token);
+    let everyone: Vec<usize> = run.players.iter().map(|p| p.node).collect();
+    for &target in &everyone {
+        let endpoint = run.net.endpoint_mut(stranger).unwrap();
+        endpoint.outbox.push_back(Transmit {
+            to: sim::node(target),
+            data: forged.clone(),
+        });
+    }
+    run.play_for(Duration::from_millis(100));
+    for &who in &everyone {
+        let proto = &run.net.endpoint(who).unwrap().proto;
+        assert_eq!(proto.stats().earlier_sessions_retired, 0, "{who}");
+    }
+    let mut node = PeerNode::new(newcomer);
+    node.connect(run.net.now(), token);
+    run.net.start(newcomer, node);
+    run.send_repeatedly(stranger, &everyone, &forged);
+    run.play_for(Duration::from_secs(2));
+    let node = run.net.endpoint(newcomer).unwrap();
+    assert!(node.proto.is_in_game(), "{:?}", run.describe());
+    assert!(node.errors().is_empty(), "{:?}", node.errors());
+    assert!(run.everyone_seats(token), "{:?}", run.describe());
+    for who in 0..run.players.len() {
+        assert!(
+            !run.saw_a_departure(who),
+            "{who}: {:?}",
+            run.players[who].events
+        );
+        let stats = run
+            .net
+            .endpoint(run.players[who].node)
+            .unwrap()
+            .proto
+            .stats();
+        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
+        assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+    }
 }
 
 #[test]

@@ -200,6 +200,12 @@ pub struct PeerProtocol {
     /// session while they were still heard from at their own nodes: (their token, the sender's
     /// token, when first claimed). See `retire_earlier_sessions`.
     claims: Vec<(u32, u32, Instant)>,
+    /// Tokens a connect request named as the sender's earlier session while this peer knew
+    /// them neither as players nor as queued requests (a stranger's packet may overtake a
+    /// newcomer's first request): (their token, the sender's token, the sender's node, when
+    /// first named). Retired if nothing of theirs shows up within the silence; claimed as usual
+    /// if something does. The claimant does not wait for them. See `retire_earlier_sessions`.
+    watches: Vec<(u32, u32, Node, Instant)>,
     /// Why a peer refused this one while it was connecting (see `take_refusal`).
     refusal: Option<String>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
@@ -230,6 +236,7 @@ impl PeerProtocol {
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
             claims: Vec::new(),
+            watches: Vec::new(),
             refusal: None,
             rejoins_left: 0,
             last_now: Instant::now(),
@@ -731,7 +738,10 @@ impl PeerProtocol {
     /// heard from is only claimed: it is removed once it goes silent, and the claim is refused
     /// (counted) if it still talks two silences later. The claimant's request waits for the
     /// decision (`answer_due_requests`). A token known here neither as a player nor as a
-    /// request is retired at once.
+    /// request (a stranger's packet may overtake a newcomer's first request) is only watched:
+    /// the claimant does not wait for it, and it is retired if nothing of it shows up within the
+    /// silence; if its request or a seat does show up, the claim is decided as above
+    /// (`review_watches`). A token that already left is retired at once.
     fn retire_earlier_sessions(
         &mut self,
         now: Instant,
@@ -757,6 +767,21 @@ impl PeerProtocol {
         };
         let mut retire = Vec::new();
         for token in earlier {
+            if self.last_heard_of(token).is_none() && !self.departed.contains(&token) {
+                if !self
+                    .watches
+                    .iter()
+                    .any(|w| w.0 == token && w.1 == sender_token)
+                {
+                    if self.watches.len() >= MAX_DEPARTED {
+                        // Many unknown tokens named (a forger): forget the oldest rather than
+                        // retire it unseen.
+                        self.watches.remove(0);
+                    }
+                    self.watches.push((token, sender_token, from, now));
+                }
+                continue;
+            }
             let live = self.last_heard_of(token).is_some_and(|heard| {
                 now.saturating_duration_since(heard) < silence && !self.placed_at(token, &from)
             });
@@ -770,6 +795,54 @@ impl PeerProtocol {
                 self.claims.push((token, sender_token, now));
             }
         }
+        self.retire_tokens_now(&retire);
+    }
+
+    /// Decide the watched tokens (see `retire_earlier_sessions`): one that now has a seat or a
+    /// queued request here is claimed by the rule for known tokens (retired at once if the claim
+    /// came from its node or it has been silent long enough, else claimed from when it was
+    /// first named); one still unknown a silence after it was named is retired.
+    fn review_watches(&mut self, now: Instant) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let Some(silence) = self.session.as_ref().map(|s| s.earlier_session_silence()) else {
+            self.watches.clear();
+            return;
+        };
+        let mut retire = Vec::new();
+        let mut claims = Vec::new();
+        let mut watches = std::mem::take(&mut self.watches);
+        watches.retain(|&(token, sender_token, from, since)| {
+            if self.departed.contains(&token) {
+                return false;
+            }
+            match self.last_heard_of(token) {
+                None if now.saturating_duration_since(since) >= silence => {
+                    retire.push(token);
+                    false
+                }
+                None => true,
+                Some(heard) => {
+                    if now.saturating_duration_since(heard) >= silence
+                        || self.placed_at(token, &from)
+                    {
+                        retire.push(token);
+                    } else {
+                        claims.push((token, sender_token, since));
+                    }
+                    false
+                }
+            }
+        });
+        self.watches = watches;
+        for claim in claims {
+            if !self.claims.iter().any(|c| c.0 == claim.0 && c.1 == claim.1) {
+                self.claims.push(claim);
+            }
+        }
+        retire.sort_unstable();
+        retire.dedup();
         self.retire_tokens_now(&retire);
     }
 
@@ -821,6 +894,7 @@ impl PeerProtocol {
         }
         session.retire_tokens(tokens);
         self.claims.retain(|c| !tokens.contains(&c.0));
+        self.watches.retain(|w| !tokens.contains(&w.0));
         for &token in tokens {
             // A seat given to an earlier session that never confirmed it: stop resending it.
             self.queue.remove(token);
@@ -835,6 +909,7 @@ impl PeerProtocol {
     /// went silent is retired; one still heard from two silences after the claim stays, and the
     /// claim is refused.
     fn settle_earlier_claims(&mut self, now: Instant) {
+        self.review_watches(now);
         if self.claims.is_empty() {
             return;
         }
@@ -877,15 +952,14 @@ impl PeerProtocol {
     fn next_claim_decision(&self) -> Option<Instant> {
         let session = self.session.as_ref()?;
         let silence = session.earlier_session_silence();
-        self.claims
-            .iter()
-            .map(|&(token, _, since)| {
-                let silent_at = self
-                    .last_heard_of(token)
-                    .map_or(since, |heard| heard + silence);
-                silent_at.min(since + silence * 2)
-            })
-            .min()
+        let claims = self.claims.iter().map(|&(token, _, since)| {
+            let silent_at = self
+                .last_heard_of(token)
+                .map_or(since, |heard| heard + silence);
+            silent_at.min(since + silence * 2)
+        });
+        let watches = self.watches.iter().map(|w| w.3 + silence);
+        claims.chain(watches).min()
     }
 
     // ----- withdrawn connect requests ------------------------------------------------------
@@ -1752,6 +1826,7 @@ impl PeerProtocol {
         self.contests.clear();
         self.conflict_losers.clear();
         self.claims.clear();
+        self.watches.clear();
         self.refusal = None;
     }
 }
@@ -1886,7 +1961,12 @@ impl ClientProtocol for PeerProtocol {
                 Phase::Idle => {}
                 Phase::Connecting { .. } => self.handle_connecting(now, from, &packet, &events),
                 Phase::SlotRequest { .. } => self.handle_slot_request(now, from, &packet, &events),
-                Phase::InGame => self.handle_in_game(now, from, &packet, &events),
+                Phase::InGame => {
+                    self.handle_in_game(now, from, &packet, &events);
+                    // A watched token's request or seat may have just shown up: claim it now,
+                    // so its claimant's request waits for the decision.
+                    self.review_watches(now);
+                }
             },
             Err(err) => {
                 log::debug!("peer: dropped a bad packet: {err}");
