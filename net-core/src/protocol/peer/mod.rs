@@ -782,20 +782,40 @@ impl PeerProtocol {
                 }
                 continue;
             }
-            let live = self.last_heard_of(token).is_some_and(|heard| {
-                now.saturating_duration_since(heard) < silence && !self.placed_at(token, &from)
-            });
-            if !live {
+            let settled = self
+                .last_heard_of(token)
+                .is_none_or(|heard| self.claim_holds_at_once(token, heard, &from, now, silence));
+            if settled {
                 retire.push(token);
-            } else if !self
-                .claims
-                .iter()
-                .any(|c| c.0 == token && c.1 == sender_token)
-            {
-                self.claims.push((token, sender_token, now));
+            } else {
+                self.add_claim(token, sender_token, now);
             }
         }
-        self.retire_tokens_now(&retire);
+        self.retire_tokens_now(&mut retire);
+    }
+
+    /// Whether a claim on `token`, last heard from at `heard`, made from `from`, is honoured
+    /// at once: it came from the token's own node, or the token has been silent long enough.
+    fn claim_holds_at_once(
+        &self,
+        token: u32,
+        heard: Instant,
+        from: &Node,
+        now: Instant,
+        silence: Duration,
+    ) -> bool {
+        now.saturating_duration_since(heard) >= silence || self.placed_at(token, from)
+    }
+
+    /// Keep a pending claim on `token` by `sender_token`, made at `since` (once per pair).
+    fn add_claim(&mut self, token: u32, sender_token: u32, since: Instant) {
+        if !self
+            .claims
+            .iter()
+            .any(|c| c.0 == token && c.1 == sender_token)
+        {
+            self.claims.push((token, sender_token, since));
+        }
     }
 
     /// Decide the watched tokens (see `retire_earlier_sessions`): one that now has a seat or a
@@ -824,9 +844,7 @@ impl PeerProtocol {
                 }
                 None => true,
                 Some(heard) => {
-                    if now.saturating_duration_since(heard) >= silence
-                        || self.placed_at(token, &from)
-                    {
+                    if self.claim_holds_at_once(token, heard, &from, now, silence) {
                         retire.push(token);
                     } else {
                         claims.push((token, sender_token, since));
@@ -836,14 +854,10 @@ impl PeerProtocol {
             }
         });
         self.watches = watches;
-        for claim in claims {
-            if !self.claims.iter().any(|c| c.0 == claim.0 && c.1 == claim.1) {
-                self.claims.push(claim);
-            }
+        for (token, sender_token, since) in claims {
+            self.add_claim(token, sender_token, since);
         }
-        retire.sort_unstable();
-        retire.dedup();
-        self.retire_tokens_now(&retire);
+        self.retire_tokens_now(&mut retire);
     }
 
     /// When the player or connecting requester holding `token` was last heard from here: the
@@ -873,12 +887,15 @@ impl PeerProtocol {
             .any(|n| self.same_node(&n, node))
     }
 
-    /// Remove the players holding `tokens` (earlier sessions of a player that came back) and
-    /// forget their requests and seats.
-    fn retire_tokens_now(&mut self, tokens: &[u32]) {
+    /// Remove the players holding `tokens` (earlier sessions of a player that came back; each
+    /// once, whatever the order given) and forget their requests and seats.
+    fn retire_tokens_now(&mut self, tokens: &mut Vec<u32>) {
         if tokens.is_empty() {
             return;
         }
+        tokens.sort_unstable();
+        tokens.dedup();
+        let tokens: &[u32] = tokens;
         let Some(session) = self.session.as_mut() else {
             return;
         };
@@ -943,9 +960,7 @@ impl PeerProtocol {
             );
             self.stats.earlier_claims_refused += refused;
         }
-        retire.sort_unstable();
-        retire.dedup();
-        self.retire_tokens_now(&retire);
+        self.retire_tokens_now(&mut retire);
     }
 
     /// When the next pending claim may be decided.
@@ -991,32 +1006,17 @@ impl PeerProtocol {
 
     /// Whether a request, a seat or a player list here places `token` at `node`.
     fn requested_from(&self, token: u32, node: &Node) -> bool {
-        let queued = self.queue.get(token).map(|e| e.node);
-        let seated = self.session.as_ref().and_then(|s| {
-            s.players()
+        self.placed_at(token, node)
+            || self
+                .hearsay
                 .iter()
-                .find(|p| p.token == token)
-                .map(|p| p.node)
-        });
-        let listed = self
-            .hearsay
-            .iter()
-            .find(|h| h.token == token)
-            .map(|h| h.node);
-        [queued, seated, listed]
-            .into_iter()
-            .flatten()
-            .any(|n| self.same_node(&n, node))
+                .find(|h| h.token == token)
+                .is_some_and(|h| self.same_node(&h.node, node))
     }
 
     /// Whether this peer has a request, seat or listing of `token`.
     fn knows_request(&self, token: u32) -> bool {
-        self.queue.get(token).is_some()
-            || self.hearsay.iter().any(|h| h.token == token)
-            || self
-                .session
-                .as_ref()
-                .is_some_and(|s| s.players().iter().any(|p| p.token == token))
+        self.last_heard_of(token).is_some() || self.hearsay.iter().any(|h| h.token == token)
     }
 
     /// Requests or listings that place a token at a node: those withdrawn before they came
