@@ -374,3 +374,48 @@ fn the_runtime_logs_rate_limit_drops_within_the_same_limit() {
     );
     assert_eq!(summaries.len(), 2, "{summaries:#?}");
 }
+
+#[test]
+fn a_server_stopping_logs_the_summaries_of_periods_not_yet_over() {
+    capture_log();
+    let runtime = RuntimeConfig {
+        limits: RateLimits {
+            tcp_bytes_per_sec: 10,
+            udp_datagrams_per_sec: 1,
+            udp_bytes_per_sec: 1 << 20,
+        },
+        ..RuntimeConfig::new("slotserver", "127.0.0.1:0".parse().unwrap())
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let clients = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let bound: net_core::server::BoundAddrs = bound_rx.recv().unwrap();
+            // Eight connections over the rate from one address: five lines, three not logged,
+            // then the server stops long before the 10 s period ends.
+            for _ in 0..8 {
+                flood_tcp_from(Ipv4Addr::new(127, 0, 4, 1), bound.tcp);
+            }
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let summary = run(
+        runtime,
+        SlotServerCore::new(SlotServerConfig::default(), BanList::empty()),
+        None,
+        stop,
+        move |bound| bound_tx.send(bound).unwrap(),
+    )
+    .unwrap();
+    clients.join().unwrap();
+    assert_eq!(summary.counter("tcp_rate_limited"), 8);
+    let log = take_log();
+    let summaries = containing(&log, "not logged");
+    assert_eq!(summaries.len(), 1, "{log:#?}");
+    assert!(
+        summaries[0].starts_with("... 3 more refusals from 127.0.4.1 in the last ")
+            && summaries[0].ends_with(" s not logged (server stopping)"),
+        "{summaries:#?}"
+    );
+}

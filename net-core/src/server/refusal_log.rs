@@ -150,6 +150,37 @@ impl RefusalLog {
         }
     }
 
+    /// Log the summary lines of every open period at once, however long it has run: the
+    /// server is stopping, and refusals not logged would otherwise go unmentioned.
+    pub fn flush(&mut self, now: Instant) {
+        let mut summaries = 0;
+        for (ip, a) in self.addresses.drain() {
+            if a.suppressed > 0 {
+                summaries += 1;
+                log::info!(
+                    "... {} more refusals from {ip} in the last {} s not logged (server stopping)",
+                    a.suppressed,
+                    seconds_since(a.start, now)
+                );
+            }
+        }
+        if let Some(g) = self.global.take() {
+            if g.suppressed > 0 {
+                summaries += 1;
+                log::warn!(
+                    "... {} more refusals in the last {} s not logged (more than {} refusal lines \
+                     from all addresses; server stopping)",
+                    g.suppressed,
+                    seconds_since(g.start, now),
+                    self.limits.global
+                );
+            }
+        }
+        self.summaries += summaries;
+        self.next_end = None;
+        self.next_summary = None;
+    }
+
     /// How many summary lines were logged (for tests and the counters).
     pub fn summaries(&self) -> u64 {
         self.summaries
@@ -194,4 +225,9 @@ impl RefusalLog {
             .map(|p| p.start + period)
             .min();
     }
+}
+
+/// Whole tenths of a second from `start` to `now`, for a summary line cut short.
+fn seconds_since(start: Instant, now: Instant) -> f64 {
+    (now.saturating_duration_since(start).as_secs_f64() * 10.0).round() / 10.0
 }

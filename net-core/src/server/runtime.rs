@@ -1087,6 +1087,7 @@ impl<C: TextServerCore> Driver<C> {
         let now = Instant::now();
         self.links.leave(now, self.poll.registry());
         self.core.shutdown("server shutting down");
+        self.core.refusal_log().flush(now);
         self.pump(now);
         let deadline = now + SHUTDOWN_FLUSH;
         let mut events = Events::with_capacity(64);
