@@ -124,6 +124,16 @@ fn an_unreachable_masterserver_is_a_one_line_error_naming_it() {
         "{}",
         reply.output
     );
+    // Asked again while that failed fetch is younger than 5 s: the same error, not an empty
+    // list "listed by" nobody.
+    let again = sub.console_exec("servers", Instant::now());
+    assert_eq!(
+        again.result.map_err(|e| e.code),
+        Err(net_core::ErrorCode::Io),
+        "{}",
+        again.output
+    );
+    assert_eq!(again.output, reply.output);
 }
 
 #[test]

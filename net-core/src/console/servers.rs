@@ -32,8 +32,9 @@ pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Ne
         }
         return Ok(out);
     }
-    if wait == ListWait::Fetched && list.errors().len() == list.masters().len() {
-        // Not one masterserver answered: one line naming them and why.
+    if list.answered().is_empty() && !list.errors().is_empty() {
+        // Not one masterserver answered, in this fetch or in the one younger than 5 s that
+        // is shown again: one line naming them and why.
         return Err(NetError::new(
             ErrorCode::Io,
             format!(
