@@ -1,0 +1,351 @@
+//! The three servers as an outside test sees them (SPEC section 6): the real `parsecnet`
+//! binaries on 127.0.0.1 with ports picked by the kernel, driven by raw TCP clients that compare
+//! every byte they receive. Each client reads exactly the bytes it expects next, in order, and
+//! ends with a request whose reply must come next, so a missing, extra, reordered or misspelled
+//! line (or a CR in a reply) fails the test.
+//!
+//! - slotserver and gameserver: a join (sent with CR LF) gets the accept line and the admin's
+//!   four message lines, then one `add ip:` line per player already there; the others get
+//!   `add ip: IP name: NAME in SLOT`, `name ip: IP name: NAME` and `remove ip: IP` in the order
+//!   things happened; `name already taken` (join and rename), `server full`,
+//!   `server version incompatible`, `you're not even joined` (remove and rename),
+//!   `you sent an invalid request` (an unknown line, a 32-byte name; a 256-byte line also
+//!   closes the connection), `removing you`; a closed connection frees its slot, the lowest free
+//!   slot is given next, and the HTTP player list shows who is on.
+//! - masterserver: the design's join, `players: P max: M`, `masterserver full` at
+//!   `--max-servers`, `masterserver version incompatible`, `illegal request not processed`,
+//!   `remove me` both ways; the HTML list shows `P/M` and the URL as a link, the JSON list has
+//!   the server; a closed connection unlists it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Every read gives up after this long (a missing line fails, it never hangs).
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+const MESSAGES: [&str; 4] = [
+    "Welcome to Gamma",
+    "Rule one: fly",
+    "",
+    "Rule three: have fun",
+];
+
+/// A server process; killed when dropped.
+struct Server {
+    child: Child,
+    tcp: SocketAddr,
+    http: SocketAddr,
+}
+
+impl Server {
+    fn start(kind: &str, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+            .args([
+                kind,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--http-port",
+                "0",
+            ])
+            .args(args)
+            .env("PARSEC_NET_LOG", "off")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("parsecnet runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "KIND ['NAME' ]listening on TCP 127.0.0.1:P[, UDP ...], ... http://127.0.0.1:H/..."
+        let address_after = |marker: &str| -> Option<SocketAddr> {
+            let rest = line.split(marker).nth(1)?;
+            rest.split([',', ' ', '/']).next()?.parse().ok()
+        };
+        let (Some(tcp), Some(http)) = (address_after("on TCP "), address_after("http://")) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no addresses in {line:?}");
+        };
+        Server { child, tcp, http }
+    }
+
+    fn client(&self) -> Client {
+        let stream = TcpStream::connect(self.tcp).unwrap();
+        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        Client { stream }
+    }
+
+    /// `GET path` over HTTP/1.0: the head and the body.
+    fn get(&self, path: &str) -> (String, String) {
+        let mut stream = TcpStream::connect(self.http).unwrap();
+        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+        (head.to_string(), body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Client {
+    stream: TcpStream,
+}
+
+impl Client {
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    fn send(&mut self, line: &str) {
+        self.send_raw(format!("{line}\n").as_bytes());
+    }
+
+    /// Read exactly the bytes of `lines`, each ending in `\n`, and compare them.
+    fn expect(&mut self, lines: &[&str]) {
+        let expected: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut got = vec![0u8; expected.len()];
+        let mut filled = 0;
+        while filled < got.len() {
+            match self.stream.read(&mut got[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) => panic!(
+                    "expected {expected:?}, got {:?} then {e}",
+                    String::from_utf8_lossy(&got[..filled])
+                ),
+            }
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&got[..filled]),
+            expected,
+            "bytes received"
+        );
+    }
+
+    fn ask(&mut self, line: &str, reply: &str) {
+        self.send(line);
+        self.expect(&[reply]);
+    }
+
+    /// The connection was closed by the server: end of stream (or a reset) on the next read.
+    fn expect_closed(&mut self) {
+        let mut byte = [0u8; 1];
+        match self.stream.read(&mut byte) {
+            Ok(0) => {}
+            Ok(_) => panic!("more bytes after the last line: {:?}", byte[0] as char),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        }
+    }
+}
+
+fn accepted(name: &str, slot: u8, server: &str) -> Vec<String> {
+    let mut lines = vec![format!(
+        "join from {name} accepted, slot: {slot}, server name: {server}"
+    )];
+    lines.extend(MESSAGES.map(String::from));
+    lines
+}
+
+fn refs(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
+}
+
+fn slot_protocol_byte_for_byte(kind: &str) {
+    let dir = std::env::temp_dir().join(format!("servers-black-box-{kind}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let messages = dir.join("motd.txt");
+    std::fs::write(&messages, MESSAGES.join("\n") + "\n").unwrap();
+    let mut args = vec![
+        "--name",
+        "Gamma Q",
+        "--max-players",
+        "2",
+        "--messages",
+        messages.to_str().unwrap(),
+    ];
+    if kind == "gameserver" {
+        // Raw TCP clients send no UDP: keep them seated for the whole test.
+        args.extend(["--udp-port", "0", "--alive-timeout", "3600"]);
+    }
+    let server = Server::start(kind, &args);
+    let ip = "127.0.0.1";
+
+    let mut alice = server.client();
+    alice.send_raw(b"version: 1.0 join me: alice os: linux\r\n");
+    alice.expect(&refs(&accepted("alice", 0, "Gamma Q")));
+
+    let mut bob = server.client();
+    bob.ask("version: 1.0 join me: alice os: win", "name already taken");
+    bob.send("version: 1.0 join me: bob os: win");
+    let mut lines = accepted("bob", 1, "Gamma Q");
+    lines.push(format!("add ip: {ip} name: alice in 0"));
+    bob.expect(&refs(&lines));
+    alice.expect(&[&format!("add ip: {ip} name: bob in 1")]);
+
+    let mut carol = server.client();
+    carol.ask("version: 1.0 join me: carol os: x", "server full");
+    carol.ask(
+        "version: 2.0 join me: carol os: x",
+        "server version incompatible",
+    );
+    carol.ask("remove me", "you're not even joined");
+    carol.ask("my new name: carla", "you're not even joined");
+    carol.ask("hello", "you sent an invalid request");
+    carol.ask(
+        &format!("version: 1.0 join me: {} os: x", "n".repeat(32)),
+        "you sent an invalid request",
+    );
+
+    bob.ask("my new name: bobby", "new name accepted");
+    alice.expect(&[&format!("name ip: {ip} name: bobby")]);
+    bob.ask("my new name: alice", "name already taken");
+    bob.ask("remove me", "removing you");
+    alice.expect(&[&format!("remove ip: {ip}")]);
+    bob.ask("remove me", "you're not even joined");
+
+    // The lowest free slot, and the one who is there.
+    carol.send("version: 1.0 join me: carol os: x");
+    let mut lines = accepted("carol", 1, "Gamma Q");
+    lines.push(format!("add ip: {ip} name: alice in 0"));
+    carol.expect(&refs(&lines));
+    alice.expect(&[&format!("add ip: {ip} name: carol in 1")]);
+    drop(carol);
+    alice.expect(&[&format!("remove ip: {ip}")]);
+
+    // The slot carol's closed connection held is free again.
+    let mut dave = server.client();
+    dave.send("version: 1.0 join me: dave os: x");
+    let mut lines = accepted("dave", 1, "Gamma Q");
+    lines.push(format!("add ip: {ip} name: alice in 0"));
+    dave.expect(&refs(&lines));
+    alice.expect(&[&format!("add ip: {ip} name: dave in 1")]);
+
+    let mut eve = server.client();
+    eve.send("x".repeat(256).as_str());
+    eve.expect(&["you sent an invalid request"]);
+    eve.expect_closed();
+
+    let (head, body) = server.get("/players.json");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    for field in [
+        "\"player_count\": 2",
+        "\"name\": \"alice\"",
+        "\"name\": \"dave\"",
+    ] {
+        assert!(body.contains(field), "{field} missing: {body}");
+    }
+    let (head, body) = server.get("/players.html");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(body.contains("2/2 players"), "{body}");
+
+    // Nothing else was sent to alice in between: her next reply comes next.
+    alice.ask("remove me", "removing you");
+    dave.expect(&[&format!("remove ip: {ip}")]);
+    dave.ask("remove me", "removing you");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_slotserver_answers_every_line_byte_for_byte() {
+    slot_protocol_byte_for_byte("slotserver");
+}
+
+#[test]
+fn the_gameserver_answers_every_line_byte_for_byte() {
+    slot_protocol_byte_for_byte("gameserver");
+}
+
+/// `list servers` (our extension) as the lines between the request and `end of list`.
+fn listed(server: &Server) -> Vec<String> {
+    let stream = TcpStream::connect(server.tcp).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut reader = BufReader::new(stream);
+    reader.get_mut().write_all(b"list servers\n").unwrap();
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "no end of list");
+        if line == "end of list\n" {
+            return lines;
+        }
+        lines.push(line);
+    }
+}
+
+#[test]
+fn the_masterserver_answers_every_line_byte_for_byte() {
+    let server = Server::start("masterserver", &["--max-servers", "2"]);
+    let join = |name: &str| {
+        format!("version: 1.0 join me: {name} os: linux maxplayers: 16 url: http://{name}.example/")
+    };
+
+    let mut gamma = server.client();
+    gamma.ask("players: 1 max: 16", "illegal request not processed");
+    gamma.send_raw(format!("{}\r\n", join("gamma")).as_bytes());
+    gamma.expect(&["join accepted"]);
+    gamma.ask("players: 3 max: 16", "players acknowledged.");
+    gamma.ask("players: 17 max: 16", "illegal request not processed");
+    gamma.ask(&join("gamma"), "illegal request not processed");
+
+    let mut delta = server.client();
+    delta.ask(
+        "version: 2.0 join me: delta os: linux maxplayers: 8 url: -",
+        "masterserver version incompatible",
+    );
+    delta.ask("remove me", "you're not even joined");
+    delta.ask(&join("delta"), "join accepted");
+    let mut late = server.client();
+    late.ask(&join("late"), "masterserver full");
+    late.ask("garbage", "illegal request not processed");
+
+    let (head, html) = server.get("/");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(html.contains("3/16"), "{html}");
+    assert!(
+        html.contains("<a href=\"http://gamma.example/\""),
+        "the URL as a link: {html}"
+    );
+    let (head, json) = server.get("/servers.json");
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    for field in [
+        "\"name\": \"gamma\"",
+        "\"players\": 3",
+        "\"max_players\": 16",
+        "\"url\": \"http://gamma.example/\"",
+        "\"server_count\": 2",
+    ] {
+        assert!(json.contains(field), "{field} missing: {json}");
+    }
+
+    delta.ask("remove me", "removing you");
+    delta.ask("remove me", "you're not even joined");
+    late.ask(&join("late"), "join accepted");
+    drop(gamma);
+    // Unlisted once its connection closed: only `late` is left (the request may overtake
+    // the close, so ask until it shows).
+    let mut names = Vec::new();
+    for _ in 0..500 {
+        names = listed(&server);
+        if names.len() == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].ends_with(" name: late\n"), "{names:?}");
+    assert!(names[0].contains(" players: 0 max: 16 "), "{names:?}");
+    late.ask("remove me", "removing you");
+}
