@@ -10,7 +10,12 @@
 //! NET_ERR_STATE instead of deadlocking or handing it an event) and reports a NaN position for
 //! the game's object (which must be ignored: the object keeps the position it was created with).
 
-use parsec_net_ffi_tests::peer::{check_all_met, two_loopback_games, GameRun};
+use std::process::Command;
+
+use parsec_net_ffi_tests::peer::{
+    check_all_met, free_loopback_ports, game_args, loopback_setup, run_together,
+    two_loopback_games, GameRun, GAME_DURATION_MS, GAME_TIMEOUT,
+};
 
 /// NET_ERR_STATE of parsec_net.h.
 const NET_ERR_STATE: i32 = -13;
@@ -85,4 +90,39 @@ fn a_position_callback_that_breaks_its_rules_does_no_harm() {
         }
     }
     report(&runs, &slots, "hostile callback");
+}
+
+/// Four games on one host, started together, each on its own port (so no broadcast reaches
+/// another): the first connects with `NETs_Connect()` and no address, the other three send their
+/// requests to the first one's address (`connect 127.0.0.1:PORT`). The first yields to one of
+/// them and waits for its slot; the requests of the other two, which reach it meanwhile, must
+/// reach that master too: all four end in one game in four distinct slots (they once ended in
+/// three games, two players alone in slot 0 each).
+#[test]
+fn four_c_peers_started_together_on_loopback_all_connecting_to_the_first_meet_in_one_game() {
+    let program = Build::c("c/peer_game.c").build();
+    let ports = free_loopback_ports(4);
+    let names = ["ann", "bea", "cid", "dot"];
+    let rendezvous = format!("127.0.0.1:{}", ports[0]);
+    let games = (0..4)
+        .map(|i| {
+            let peer = (i > 0).then_some(rendezvous.as_str());
+            let mut command = Command::new(&program);
+            command.args(game_args(
+                names[i],
+                &loopback_setup(ports[i]),
+                peer,
+                3,
+                GAME_DURATION_MS,
+                1500,
+            ));
+            (names[i].to_string(), command)
+        })
+        .collect();
+    let runs = run_together(games, GAME_TIMEOUT, false);
+    let slots = check_all_met(&runs);
+    let mut sorted = slots.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![0, 1, 2, 3], "four players take slots 0-3");
+    report(&runs, &slots, "four connecting to one");
 }

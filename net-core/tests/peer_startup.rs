@@ -318,3 +318,77 @@ fn newcomers_joining_a_running_game_together_are_answered_by_rank_with_agreed_sl
         "conflicts must stay rare: {repaired} of {runs}"
     );
 }
+
+/// One run where nobody hears a broadcast (peers on one host with distinct ports): one peer
+/// connects by broadcast, which only comes back to itself, and the others, started within
+/// `window`, send their requests to that peer's address (`connect HOST:PORT`).
+fn directed_startup_run(
+    seed: u64,
+    peers: usize,
+    rendezvous: usize,
+    window: Duration,
+    loss: f64,
+) -> Network<PeerNode> {
+    let mut rng = Rng::new(seed ^ 0xD1EC);
+    let profile = LinkProfile {
+        latency: Duration::from_millis(1 + rng.below(5)),
+        jitter: Duration::from_millis(rng.below(3)),
+        loss,
+        duplicate: 0.0,
+    };
+    let mut net: Network<PeerNode> = Network::new(peers, seed, profile);
+    let start = net.now();
+    let mut starts: Vec<(Duration, usize)> =
+        (0..peers).map(|i| (rng.duration(window), i)).collect();
+    starts.sort();
+    for (at, index) in starts {
+        net.run_until(start + at, check_invariants);
+        let mut node = PeerNode::new(index);
+        // The rendezvous peer's own "broadcast" reaches only itself.
+        node.connect_to(net.now(), random_token(&mut rng), rendezvous);
+        net.start(index, node);
+    }
+    let deadline = start + Duration::from_secs(60);
+    while net.now() < deadline && !everyone_agrees(&net, peers) {
+        let until = net.now() + Duration::from_millis(250);
+        net.run_until(until, check_invariants);
+    }
+    net
+}
+
+#[test]
+fn peers_started_together_that_all_connect_to_one_peer_reach_one_game() {
+    // Four `parsecnet console` processes on one host (distinct net.port): the first connects
+    // without an address, the other three `connect 127.0.0.1:PORT_OF_THE_FIRST`, all at once.
+    // The first yields to the first higher request it gets and waits for its slot; the requests
+    // that reach it while it waits must not be lost, or their senders end their connect loops
+    // alone and start games of their own.
+    let runs: u64 = env_number("PEER_DIRECTED_RUNS").unwrap_or(2_000);
+    let window = PeerTimings::default().connect_interval - Duration::from_millis(1);
+    for seed in 0..runs {
+        let mut rng = Rng::new(seed);
+        let peers = 3 + rng.below(2) as usize;
+        let rendezvous = rng.below(peers as u64) as usize;
+        let loss = if seed % 2 == 0 {
+            0.0
+        } else {
+            rng.unit() * 0.10
+        };
+        let net = directed_startup_run(seed, peers, rendezvous, window, loss);
+        assert!(
+            everyone_agrees(&net, peers),
+            "seed {seed}: {peers} peers connecting to peer {rendezvous}, loss {loss:.2}: not all in one game: {:?}",
+            net.running()
+                .map(|(_, p)| (p.index, p.slot(), p.proto.describe(), p.errors()))
+                .collect::<Vec<_>>()
+        );
+        for (_, peer) in net.running() {
+            assert!(
+                peer.errors().is_empty(),
+                "seed {seed}: peer {} got errors {:?}",
+                peer.index,
+                peer.errors()
+            );
+        }
+    }
+}

@@ -8,7 +8,9 @@
 //! - **Slot-request loop**: a slave sends SLOT_REQUEST (carrying its whole queue, so no request
 //!   is lost) to its master every `slot_interval`, `slot_tries` times, until a CONNECT_REPLY
 //!   gives it a slot; then it enters the game. If the master stops answering, it gives up with an
-//!   error event.
+//!   error event. A CONNECT that reaches a slave (sent to its address only) is queued too, so the
+//!   next SLOT_REQUEST carries it to the master; a master still in its connect loop tells each
+//!   requester a forwarded queue names what its broadcast would have (`greet_relayed`).
 //! - **Temporary master**: a peer whose connect loop ends without yielding assigns slots to
 //!   itself and every queued request, sends each a CONNECT_REPLY with RE_PLAYERLIST, and enters
 //!   the game. After that all peers are equal.
@@ -543,9 +545,12 @@ impl PeerProtocol {
             }
             PacketType::SubdueSlave => self.become_slave(now, from),
             PacketType::SlotRequest => {
-                for r in Self::requests_in(events, &from, header.token) {
-                    self.queue_for_startup(&r);
+                let requests = Self::requests_in(events, &from, header.token);
+                let my_token = self.my_token();
+                for r in requests.iter().filter(|r| r.token != my_token) {
+                    self.queue_for_startup(r);
                 }
+                self.greet_relayed(from, header.token, &requests);
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
@@ -571,12 +576,65 @@ impl PeerProtocol {
                     }
                 }
             }
+            PacketType::Connect => {
+                // A request sent to this slave's address only (`connect HOST:PORT`): its sender
+                // hears nobody else. Keep it; the next SLOT_REQUEST carries it to the master,
+                // which tells the sender (`greet_relayed`). Dropped, the sender would end its
+                // connect loop alone and start a game of its own.
+                let Phase::SlotRequest { master, .. } = self.phase else {
+                    return;
+                };
+                let my_token = self.my_token();
+                if packet.header.token == my_token
+                    || self.same_node(&from, &self.my_node)
+                    || self.same_node(&from, &master)
+                {
+                    self.stats.packets_ignored += 1;
+                    return;
+                }
+                for r in Self::requests_in(events, &from, packet.header.token) {
+                    if r.token != my_token {
+                        self.queue_for_startup(&r);
+                    }
+                }
+            }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
             PacketType::Disconnect if packet.header.sender_slot.is_none() => {
                 self.take_withdrawal(from, &packet.header, events)
             }
             _ => self.stats.packets_ignored += 1,
+        }
+    }
+
+    /// A slave forwarded requests of peers this one may never have heard (they sent their
+    /// connect requests to the slave's address only, not by broadcast): tell each what this
+    /// peer's broadcast would have told it. A lower one is told SUBDUE_SLAVE, so it waits for
+    /// its slot instead of ending its connect loop alone; a higher one gets this peer's CONNECT,
+    /// so it subdues this peer and the election ends with one master.
+    fn greet_relayed(&mut self, from: Node, sender_token: u32, requests: &[ConnectRequest]) {
+        let my_token = self.my_token();
+        let order = Arc::clone(self.order());
+        for r in requests {
+            if r.token == sender_token
+                || r.token == my_token
+                || order(&r.node, &from) == std::cmp::Ordering::Equal
+                || order(&r.node, &self.my_node) == std::cmp::Ordering::Equal
+                || self.departed.contains(&r.token)
+            {
+                continue;
+            }
+            if order(&r.node, &self.my_node) == std::cmp::Ordering::Greater {
+                let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+                if let Some(earlier) = self.earlier_tokens() {
+                    events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+                }
+                self.send_oob(r.node, PacketType::Connect, events);
+                self.stats.connects_sent += 1;
+            } else {
+                self.send_oob(r.node, PacketType::SubdueSlave, Vec::new());
+                self.stats.subdues_sent += 1;
+            }
         }
     }
 
