@@ -157,6 +157,36 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
             "':6581' is not HOST[:PORT]",
         ),
         (
+            "net.server 256.1.1.1",
+            ErrorCode::InvalidArgument,
+            "'256.1.1.1' is not a host name or IP address (bad IPv4 address)",
+        ),
+        (
+            "net.server [gameserver]:6581",
+            ErrorCode::InvalidArgument,
+            "'gameserver' is not a host name or IP address (bad IPv6 address)",
+        ),
+        (
+            "net.server game/server:6581",
+            ErrorCode::InvalidArgument,
+            "'game/server' is not a host name or IP address",
+        ),
+        (
+            "net.server -game-",
+            ErrorCode::InvalidArgument,
+            "is not a host name or IP address",
+        ),
+        (
+            "net.server game..example",
+            ErrorCode::InvalidArgument,
+            "is not a host name or IP address",
+        ),
+        (
+            "net.master a.example,300.0.0.1:7000",
+            ErrorCode::InvalidArgument,
+            "'300.0.0.1' is not a host name or IP address",
+        ),
+        (
             "name this name is far too long for parsec",
             ErrorCode::TooLarge,
             "at most 31 bytes",
@@ -341,4 +371,31 @@ fn status_names_every_field_even_before_a_game() {
     ] {
         assert!(out.contains(field), "missing {field:?} in:\n{out}");
     }
+}
+
+#[test]
+fn net_server_takes_ip_addresses_and_host_names_and_a_refused_one_changes_nothing() {
+    let mut sub = Subsystem::new();
+    for host in [
+        "[::1]:6581",
+        "::1",
+        "[fe80::1%lo]:6581",
+        "127.0.0.1:6581",
+        "localhost",
+        "game-server.example.org.:7000",
+        "lan_box",
+        "10.0.0.255",
+    ] {
+        let (out, result) = exec(&mut sub, &format!("net.server {host}"));
+        assert_eq!(result, Ok(()), "{host}: {out}");
+        assert_eq!(out, format!("net.server = {host}"));
+    }
+    let (out, result) = exec(&mut sub, "net.server 1.2.3.999");
+    assert_eq!(result, Err(ErrorCode::InvalidArgument), "{out}");
+    assert!(out.contains("usage: net.server HOST[:PORT]"), "{out}");
+    let (out, _) = exec(&mut sub, "net.server");
+    assert_eq!(
+        out, "net.server = 10.0.0.255",
+        "the refused value changed nothing"
+    );
 }

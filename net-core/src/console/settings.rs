@@ -53,8 +53,57 @@ fn host_port(args: &str) -> NetResult<String> {
             args.escape_debug()
         )));
     }
-    split_host_port(args, 1)?;
+    let (host, _) = split_host_port(args, 1)?;
+    if let Some(why) = bad_host(&host, args.starts_with('[')) {
+        return Err(NetError::invalid(format!(
+            "'{}' is not a host name or IP address ({why})",
+            host.escape_debug()
+        )));
+    }
     Ok(args.to_string())
+}
+
+/// Why `host` (the host part of `HOST[:PORT]`, without the brackets it had if `bracketed`) can be neither an IP address
+/// nor a host name, if it cannot: a dotted number that is no IPv4 address (`256.1.1.1`), a
+/// bracketed or colon-separated text that is no IPv6 address, or a name with characters or
+/// labels a host name cannot have (`a/b`, `-x-`, `a..b`). A well-formed name that does not
+/// resolve is found only when it is looked up (at `connect`, or by `servers`).
+fn bad_host(host: &str, bracketed: bool) -> Option<&'static str> {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    if bracketed || host.contains(':') {
+        // IPv6, optionally with a zone (`fe80::1%eth0`).
+        let (addr, zone) = host.split_once('%').unwrap_or((host, "x"));
+        let zone_ok = !zone.is_empty()
+            && zone
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        return (addr.parse::<Ipv6Addr>().is_err() || !zone_ok).then_some("bad IPv6 address");
+    }
+    if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return host
+            .parse::<Ipv4Addr>()
+            .is_err()
+            .then_some("bad IPv4 address");
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.len() > 253 {
+        return Some("longer than 253 characters");
+    }
+    for label in name.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return Some("empty or over-long label");
+        }
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Some("only letters, digits, '-', '_' and '.' may appear");
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Some("a label cannot start or end with '-'");
+        }
+    }
+    None
 }
 
 pub fn net_server(
