@@ -175,7 +175,14 @@ impl Subsystem {
         self.disconnect_reason(now, "disconnected")
     }
 
+    /// Events the game queued since the last frame (a last chat line, a kill) go out in one
+    /// last packet before the protocol leaves: they were accepted, and leaving at once would
+    /// drop them unsent. (Not retransmitted: the player is gone.)
     fn disconnect_reason(&mut self, now: Instant, reason: &str) -> NetResult<()> {
+        if self.session().is_some() {
+            let options = self.current_options();
+            self.send_frame(now, &options);
+        }
         self.protocol_mut("disconnect")?.disconnect(now, reason)?;
         self.take_protocol_output(now);
         Ok(())

@@ -1,0 +1,109 @@
+//! `c/contract_pair.c`: two games check, field by field, what the C contract promises about each
+//! other, as a test written only against SPEC section 4 and docs/c-api.md would: every remote
+//! event kind with extreme values (every field as sent, unused fields zero, sender's slot, in
+//! order), the player events and their order, `NET_FetchOwner`, `NET_FetchPlayerName` and
+//! `NET_GetPlayerState` of the other, and a last chat line sent right before `NETs_Disconnect`
+//! arriving before the player leaves. Peer to peer on loopback, through a `parsecnet
+//! gameserver`, and through a `parsecnet slotserver`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use parsec_net_ffi_tests::peer::{free_loopback_ports, run_together};
+use parsec_net_ffi_tests::server::Server;
+use parsec_net_ffi_tests::Build;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const DURATION_MS: &str = "30000";
+
+fn game(program: &Path, name: &str, setup: &[String], peer: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(program);
+    command.args(["--name", name, "--peer", peer, "--duration", DURATION_MS]);
+    for line in setup {
+        command.args(["--exec", line]);
+    }
+    command.args(extra);
+    command
+}
+
+fn setup(port: u16, protocol: Option<&str>) -> Vec<String> {
+    let mut lines = vec![
+        "net.udp.bind 127.0.0.1".to_string(),
+        "net.udp.ipv6 0".to_string(),
+        format!("net.port {port}"),
+    ];
+    if let Some(protocol) = protocol {
+        lines.push(format!("net.subsys {protocol}"));
+    }
+    lines
+}
+
+fn check_both(games: Vec<(String, Command)>, what: &str) {
+    for run in run_together(games, TIMEOUT, false) {
+        run.output
+            .assert_checks_passed("contract_pair", &format!("{what}: {}", run.name));
+    }
+}
+
+#[test]
+fn every_event_field_and_lookup_peer_to_peer() {
+    let program = Build::c("c/contract_pair.c").build();
+    let ports = free_loopback_ports(2);
+    let peer = |i: usize| format!("127.0.0.1:{}", ports[1 - i]);
+    let games = vec![
+        (
+            "alice".to_string(),
+            game(&program, "alice", &setup(ports[0], None), &peer(0), &["--leave"]),
+        ),
+        (
+            "bob".to_string(),
+            game(&program, "bob", &setup(ports[1], None), &peer(1), &[]),
+        ),
+    ];
+    check_both(games, "peer to peer");
+}
+
+fn through_server(kind: &str) {
+    let program = Build::c("c/contract_pair.c").build();
+    let mut args = vec!["--port", "0", "--no-http", "--bind", "127.0.0.1"];
+    if kind == "gameserver" {
+        args.extend(["--udp-port", "0"]);
+    }
+    let server = Server::start(kind, &args);
+    let address = server.tcp.to_string();
+    let games = vec![
+        (
+            "alice".to_string(),
+            game(
+                &program,
+                "alice",
+                &setup(0, Some(kind)),
+                &address,
+                &["--leave", "--name-anywhere"],
+            ),
+        ),
+        (
+            "bob".to_string(),
+            game(
+                &program,
+                "bob",
+                &setup(0, Some(kind)),
+                &address,
+                &["--name-anywhere"],
+            ),
+        ),
+    ];
+    check_both(games, kind);
+    server.stop();
+}
+
+#[test]
+fn every_event_field_and_lookup_through_a_gameserver() {
+    through_server("gameserver");
+}
+
+#[test]
+fn every_event_field_and_lookup_through_a_slotserver() {
+    through_server("slotserver");
+}
