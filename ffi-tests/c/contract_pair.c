@@ -26,6 +26,9 @@
  *   --name-anywhere  the other's PLAYER_NAME may come anywhere among its events (through a
  *                    server, which accepts the name first), still exactly once
  *
+ *        contract_pair --play FILE
+ *   --play FILE      play the demo FILE in this fresh instance, print its events, end with it
+ *
  * Prints one ok/FAIL line per check and "contract_pair: N checks, M failed"; every polled event
  * also as an "EVENT" line.
  */
@@ -56,13 +59,19 @@ static const char *event_name(uint32_t type)
 
 static void print_event(const NET_Event *e)
 {
+    uint32_t hash = 2166136261u; /* FNV-1a of the data bytes */
+    uint32_t i;
+
+    for (i = 0; i < e->data_len && i < NET_EVENT_DATA_LEN; i++) {
+        hash = (hash ^ e->data[i]) * 16777619u;
+    }
     printf("EVENT %s player=%d object=%u class=%u target=%u flags=%u list=%u custom=%u "
-           "pos=%g,%g,%g dir=%g,%g,%g orient=%g,%g,%g,%g len=%u text=\"%s\"\n",
+           "pos=%g,%g,%g dir=%g,%g,%g orient=%g,%g,%g,%g len=%u data=%08x text=\"%s\"\n",
            event_name(e->type), (int)e->player_id, (unsigned)e->object_id,
            (unsigned)e->object_class, (unsigned)e->target_id, (unsigned)e->flags,
            (unsigned)e->list_id, (unsigned)e->custom_type, e->pos[0], e->pos[1], e->pos[2],
            e->dir[0], e->dir[1], e->dir[2], e->orient[0], e->orient[1], e->orient[2],
-           e->orient[3], (unsigned)e->data_len, e->text);
+           e->orient[3], (unsigned)e->data_len, (unsigned)hash, e->text);
     fflush(stdout);
 }
 
@@ -495,6 +504,34 @@ static void poll_all(struct game *g)
     }
 }
 
+/* --play FILE: play a demo in this fresh instance and print its events as a live game does. */
+static int play(const char *file)
+{
+    static char out[4096];
+    char line[600];
+    NET_Event e;
+    long long end = check_now_ms() + 30000;
+    int32_t rc;
+
+    expect_code("NET_Init()", NET_Init(), NET_OK);
+    snprintf(line, sizeof line, "play %s", file);
+    rc = NET_ConsoleExec(line, out, sizeof out);
+    expect_code(line, rc, NET_OK);
+    while (rc == NET_OK && check_now_ms() < end) {
+        frame();
+        while (NET_PollEvent(&e) == 1) {
+            print_event(&e);
+        }
+        if (NET_ConsoleExec("status", out, sizeof out) != NET_OK ||
+            strstr(out, "demo playing") == NULL) {
+            break;
+        }
+    }
+    expect_true("the demo ended by itself", check_now_ms() < end, "");
+    NET_Shutdown();
+    return check_finish("contract_pair");
+}
+
 int main(int argc, char **argv)
 {
     static struct game g;
@@ -509,6 +546,8 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--leave") == 0) {
             leave = 1;
+        } else if (i + 1 < argc && strcmp(argv[i], "--play") == 0) {
+            return play(argv[i + 1]);
         } else if (strcmp(argv[i], "--name-anywhere") == 0) {
             name_anywhere = 1;
         } else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {

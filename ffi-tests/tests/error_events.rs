@@ -41,13 +41,19 @@ fn start(kind: &str, extra: &[&str]) -> Server {
 
 fn command(program: &Path, kind: &str, server: &Server, name: &str, mode: &[&str]) -> Command {
     let mut command = Command::new(program);
-    command.args([kind, &server.tcp.to_string(), name]).args(mode);
+    command
+        .args([kind, &server.tcp.to_string(), name])
+        .args(mode);
     command
 }
 
 /// A game that connects and stays until its stdin closes.
 fn holder(program: &Path, kind: &str, server: &Server, name: &str) -> Running {
-    let game = Running::spawn(name, command(program, kind, server, name, &["--hold"]), false);
+    let game = Running::spawn(
+        name,
+        command(program, kind, server, name, &["--hold"]),
+        false,
+    );
     if game
         .wait_for_line(0, HOLD_TIMEOUT, |l| l.starts_with("CONNECTED "))
         .is_none()
@@ -62,7 +68,10 @@ fn expect_refused(program: &Path, kind: &str, server: &Server, name: &str, words
         command(program, kind, server, name, &["--refused", words]),
         TIMEOUT,
     );
-    out.assert_checks_passed("server_refusal", &format!("{kind}: {name} refused ({words})"));
+    out.assert_checks_passed(
+        "server_refusal",
+        &format!("{kind}: {name} refused ({words})"),
+    );
 }
 
 fn refusals(kind: &str) {

@@ -370,16 +370,17 @@ impl Subsystem {
         reply
     }
 
-    /// Leave the game (telling the others), finish a recording, close the backend socket
-    /// (flushing queued datagrams first).
+    /// Finish a recording, leave the game (telling the others), close the backend socket
+    /// (flushing queued datagrams first). The recording ends first: the game never polls the
+    /// DISCONNECTED (or anything else) that leaving produces, so a demo must not hold it.
     pub fn shutdown(&mut self) {
         let now = Instant::now();
+        if self.game.is_recording() {
+            let _ = self.game.stop(now);
+        }
         if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
             let _ = self.disconnect(now);
             self.maintain(now);
-        }
-        if self.game.is_recording() {
-            let _ = self.game.stop(now);
         }
         self.packets.close();
     }
