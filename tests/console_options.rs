@@ -49,6 +49,23 @@ fn a_script_with_a_failing_command_exits_1_and_says_why() {
 }
 
 #[test]
+fn wait_names_an_extra_argument_as_such() {
+    let out = console(&["--exec", "wait 5 6"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        "wait: extra argument '6' after '5' (it takes one); usage: wait MS"
+    );
+    let out = console(&["--exec", "wait x"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("wait: 'x' is not a number of milliseconds"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_backend_file_in_the_working_directory_loads_by_its_bare_name() {
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_parsecnet"));
     let built = exe.with_file_name("libparsec_backend_udp.so");

@@ -149,7 +149,7 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
         (
             "net.server two words",
             ErrorCode::InvalidArgument,
-            "is not HOST[:PORT]",
+            "extra argument 'words' after 'two'",
         ),
         (
             "net.server :6581",
@@ -230,6 +230,128 @@ fn bad_arguments_name_the_problem_and_show_the_usage_on_one_line() {
         }
     }
     assert_eq!(sub.input_errors().console_lines, cases.len() as u64);
+}
+
+#[test]
+fn an_extra_argument_is_named_as_such_with_the_usage_on_one_line() {
+    let mut sub = Subsystem::new();
+    let before = exec(&mut sub, "status").0;
+    let cases = [
+        (
+            "net.sendfreq 5 6",
+            "extra argument '6' after '5'",
+            "net.sendfreq HZ",
+        ),
+        (
+            "net.rate 1000 2000",
+            "extra argument '2000' after '1000'",
+            "net.rate BYTES_PER_S",
+        ),
+        (
+            "net.port 7000 7001",
+            "extra argument '7001' after '7000'",
+            "net.port N",
+        ),
+        (
+            "net.timeout 30 s",
+            "extra argument 's' after '30'",
+            "net.timeout SECONDS",
+        ),
+        (
+            "unjoin 1 2",
+            "extra argument '2' after '1'",
+            "unjoin [FLAG]",
+        ),
+        (
+            "net.peer.connect_tries 5 5",
+            "extra argument '5' after '5'",
+            "net.peer.connect_tries N",
+        ),
+        (
+            "net.peer.connect_interval 300 ms",
+            "extra argument 'ms' after '300'",
+            "net.peer.connect_interval MS",
+        ),
+        (
+            "net.peer.slot_tries 5 x",
+            "extra argument 'x' after '5'",
+            "net.peer.slot_tries N",
+        ),
+        (
+            "net.peer.slot_interval 200 200",
+            "extra argument '200' after '200'",
+            "net.peer.slot_interval MS",
+        ),
+        (
+            "net.peer.reply_wait 100 1",
+            "extra argument '1' after '100'",
+            "net.peer.reply_wait MS",
+        ),
+        (
+            "net.subsys peer now",
+            "extra argument 'now' after 'peer'",
+            "net.subsys peer|slotserver|gameserver",
+        ),
+        (
+            "net.server a.example 6581",
+            "extra argument '6581' after 'a.example'",
+            "net.server HOST[:PORT]",
+        ),
+        (
+            "net.master a.example, b.example 7000",
+            "extra argument '7000' after 'b.example'",
+            "net.master HOST[:PORT]",
+        ),
+        (
+            "connect 127.0.0.1 6526",
+            "extra argument '6526' after '127.0.0.1'",
+            "connect [HOST[:PORT]]",
+        ),
+        (
+            "help net.port now",
+            "extra argument 'now' after 'net.port'",
+            "help [COMMAND]",
+        ),
+        // Several extra words are named together; a negative or bad first word does not hide them.
+        (
+            "net.sendfreq -1 2 3",
+            "extra argument '2 3' after '-1'",
+            "net.sendfreq HZ",
+        ),
+        ("stop now", "takes no argument, got 'now'", "stop"),
+    ];
+    for (line, problem, usage) in cases {
+        let (out, result) = exec(&mut sub, line);
+        assert_eq!(result, Err(ErrorCode::InvalidArgument), "{line}: {out}");
+        let name = line.split(' ').next().unwrap();
+        assert!(
+            out.starts_with(&format!("{name}: {problem}")),
+            "{line}: {out}"
+        );
+        assert!(out.contains(&format!("; usage: {usage}")), "{line}: {out}");
+        assert!(!out.contains("not a number"), "{line}: {out}");
+        assert!(!out.contains('\n'), "{line}: not one line: {out}");
+    }
+    // Nothing changed (the uptime line differs).
+    let after = exec(&mut sub, "status").0;
+    let settings = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("settings:"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(settings(&before), settings(&after));
+    assert_eq!(exec(&mut sub, "net.port").0, "net.port = 6526");
+    assert_eq!(
+        exec(&mut sub, "net.peer.slot_tries").0,
+        "net.peer.slot_tries = 20"
+    );
+    // One argument is still fine, and spaces after a comma in net.master are no extra argument.
+    assert_eq!(exec(&mut sub, "net.sendfreq 30").1, Ok(()));
+    assert_eq!(
+        exec(&mut sub, "net.master a.example, b.example:7000").1,
+        Ok(())
+    );
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn refused_values_change_nothing_and_say_why() {
         (
             "net.master two words",
             ErrorCode::InvalidArgument,
-            "is not HOST[:PORT]",
+            "extra argument 'words' after 'two'",
         ),
     ] {
         let (out, result) = exec(&mut sub, line);

@@ -250,8 +250,22 @@ pub fn no_args(args: &str) -> NetResult<()> {
     }
 }
 
-/// Parse a whole number argument in `lo..=hi`.
+/// The argument of a command that takes one (or at most one): an extra word is reported as
+/// such (`extra argument '6' after '5' (it takes one)`), not as a bad value of the whole text.
+pub fn one_arg(args: &str) -> NetResult<&str> {
+    match args.split_once(char::is_whitespace) {
+        None => Ok(args),
+        Some((first, rest)) => Err(NetError::invalid(format!(
+            "extra argument '{}' after '{}' (it takes one)",
+            rest.trim().escape_debug(),
+            first.escape_debug()
+        ))),
+    }
+}
+
+/// Parse a whole number argument in `lo..=hi` (one word: an extra one is reported as such).
 pub fn number_in(args: &str, lo: u64, hi: u64, what: &str) -> NetResult<u64> {
+    let args = one_arg(args)?;
     if let Ok(negative @ ..0) = args.parse::<i64>() {
         return Err(NetError::invalid(format!(
             "{negative} is outside {lo}-{hi} ({what})"

@@ -4,18 +4,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::commands::{no_args, number_in};
+use super::commands::{no_args, number_in, one_arg};
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::protocol::NameUpdate;
 use crate::subsystem::Subsystem;
 
 pub fn connect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
-    if args.contains(char::is_whitespace) {
-        return Err(NetError::invalid(format!(
-            "'{}' is not HOST[:PORT]",
-            args.escape_debug()
-        )));
-    }
+    let args = one_arg(args)?;
     sub.connect(now, (!args.is_empty()).then_some(args))
 }
 

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use super::commands::{no_args, BACKEND_OPTION, COMMANDS};
+use super::commands::{no_args, one_arg, BACKEND_OPTION, COMMANDS};
 use crate::error::NetResult;
 use crate::packet_api::BackendOrigin;
 use crate::subsystem::Subsystem;
@@ -22,6 +22,7 @@ pub fn help(_sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> Net
         }
         return Ok(out.trim_end().to_string());
     }
+    let args = one_arg(args)?;
     match super::find_command(args) {
         Some(c) => Ok(format!("usage: {}\n{}", c.usage, c.summary)),
         None => Err(super::unknown_command(args)),

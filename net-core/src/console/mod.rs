@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::subsystem::Subsystem;
 
-pub use commands::{Command, COMMANDS};
+pub use commands::{one_arg, Command, COMMANDS};
 pub use servers::SERVERS_WAIT;
 
 /// Longest console line accepted, in bytes.

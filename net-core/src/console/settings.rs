@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::commands::number_in;
+use super::commands::{number_in, one_arg};
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::master::resolve::split_host_port;
 use crate::protocol::ProtocolKind;
@@ -15,6 +15,7 @@ pub fn net_subsys(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) ->
     if args.is_empty() {
         return Ok(format!("net.subsys = {}", sub.protocol()));
     }
+    let args = one_arg(args)?;
     let kind = ProtocolKind::from_console_name(args)
         .ok_or_else(|| NetError::invalid(format!("unknown protocol '{}'", args.escape_debug())))?;
     sub.select_protocol(kind, now)
@@ -35,6 +36,7 @@ pub fn net_port(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> 
     if args.is_empty() {
         return Ok(format!("net.port = {}", sub.packets().port()));
     }
+    let args = one_arg(args)?;
     let port: u16 = args.parse().map_err(|_| {
         NetError::new(
             ErrorCode::Parse,
@@ -118,6 +120,7 @@ pub fn net_server(
             sub.settings().server.as_deref().unwrap_or("none")
         ));
     }
+    let args = one_arg(args)?;
     let server = host_port(args)?;
     sub.settings_mut().server = Some(server.clone());
     Ok(format!("net.server = {server}"))
@@ -156,7 +159,8 @@ fn master_list(args: &str) -> NetResult<Vec<String>> {
     let mut masters: Vec<String> = Vec::new();
     let mut seen = Vec::new();
     for part in args.split(',') {
-        let master = host_port(part.trim())?;
+        // Spaces after a comma are allowed; a space inside an entry starts an extra argument.
+        let master = host_port(one_arg(part.trim())?)?;
         let key = split_host_port(&master, crate::master::MASTER_PORT)?;
         if !seen.contains(&key) {
             seen.push(key);

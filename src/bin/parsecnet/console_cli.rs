@@ -113,12 +113,17 @@ impl Console {
         match word {
             "quit" | "exit" => return Flow::Quit,
             "wait" => {
-                match args.parse::<u64>() {
-                    Ok(ms) if ms <= MAX_WAIT_MS => {
+                match net_core::console::one_arg(args).map(|arg| (arg, arg.parse::<u64>())) {
+                    Ok((_, Ok(ms))) if ms <= MAX_WAIT_MS => {
                         self.run_frames_until(Instant::now() + Duration::from_millis(ms))
                     }
-                    _ => {
-                        self.out.line(&format!("wait: '{args}' is not a number of milliseconds (0-{MAX_WAIT_MS}); usage: wait MS"));
+                    Ok((arg, _)) => {
+                        self.out.line(&format!("wait: '{arg}' is not a number of milliseconds (0-{MAX_WAIT_MS}); usage: wait MS"));
+                        self.failures += 1;
+                    }
+                    Err(err) => {
+                        self.out
+                            .line(&format!("wait: {}; usage: wait MS", err.message));
                         self.failures += 1;
                     }
                 }
