@@ -66,6 +66,48 @@ fn wait_names_an_extra_argument_as_such() {
 }
 
 #[test]
+fn help_knows_the_console_only_commands() {
+    let out = console(&["--exec", "help wait; help quit; HELP Exit; help"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("usage: wait MS\n"), "{stdout}");
+    assert!(stdout.contains("usage: quit\n"), "{stdout}");
+    assert!(stdout.contains("usage: exit\n"), "{stdout}");
+    assert!(!stdout.contains("unknown command"), "{stdout}");
+    // `help` alone lists the shared commands and the console-only ones.
+    let list = &stdout[stdout.find("commands:").expect("the list")..];
+    for usage in [
+        "help [COMMAND]",
+        "net.sendfreq HZ",
+        "wait MS",
+        "quit",
+        "exit",
+    ] {
+        assert!(
+            list.lines().any(|l| l.trim_start().starts_with(usage)),
+            "help misses {usage}: {list}"
+        );
+    }
+    // Other help lines are the shared help's.
+    let out = console(&["--exec", "help nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("unknown command 'nosuch'"), "{stdout}");
+}
+
+#[test]
+fn quit_takes_no_argument_and_its_name_is_read_in_any_case() {
+    let out = console(&["--exec", "quit now; QUIT; status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        "quit: takes no argument, got 'now'; usage: quit",
+        "QUIT quits before status"
+    );
+}
+
+#[test]
 fn a_backend_file_in_the_working_directory_loads_by_its_bare_name() {
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_parsecnet"));
     let built = exe.with_file_name("libparsec_backend_udp.so");

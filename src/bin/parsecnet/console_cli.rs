@@ -10,7 +10,7 @@
 //!   that `servers` left fetching (a masterserver slower than its 2 s) is waited for.
 //! - Otherwise lines are read from standard input.
 //!
-//! Console-only commands: `wait MS`, `quit`.
+//! Console-only commands: `wait MS`, `quit` (or `exit`); `help` lists them too.
 //!
 //! When standard output cannot be written, the console stops: it leaves the game, ends a
 //! recording, and ends as `stdout` says (quietly by SIGPIPE when the reader left, else exit
@@ -73,6 +73,65 @@ impl Output {
     }
 }
 
+/// The commands only this console has (name, usage, summary): `help` lists them after the
+/// shared table, `help NAME` shows their usage, and Tab completes them.
+const CONSOLE_ONLY: &[(&str, &str, &str)] = &[
+    (
+        "wait",
+        "wait MS",
+        "let the game run MS milliseconds (0-600000), e.g. in a script",
+    ),
+    ("quit", "quit", "leave the game and the console"),
+    ("exit", "exit", "the same as quit"),
+];
+
+/// The console-only command named `word` (in any letter case, as the shared commands).
+fn console_only(word: &str) -> Option<&'static (&'static str, &'static str, &'static str)> {
+    CONSOLE_ONLY
+        .iter()
+        .find(|(name, _, _)| name.eq_ignore_ascii_case(word))
+}
+
+/// `help` in this console: the shared list followed by the console-only commands, or the
+/// usage of a console-only command; anything else as the shared `help` says.
+fn help(sub: &mut Subsystem, args: &str) -> net_core::console::ConsoleReply {
+    let mut reply = sub.console_exec(&format!("help {args}"), Instant::now());
+    if args.is_empty() && reply.result.is_ok() {
+        for (_, usage, summary) in CONSOLE_ONLY {
+            reply.output.push_str(&format!("\n  {usage:<44} {summary}"));
+        }
+    } else if let Some((_, usage, summary)) = console_only(args) {
+        return net_core::console::ConsoleReply {
+            output: format!("usage: {usage}\n{summary}"),
+            result: Ok(()),
+        };
+    }
+    reply
+}
+
+/// The words that complete `line`: the shared commands' completions, plus the console-only
+/// commands as a command word or as the argument of `help`.
+fn completions(line: &str) -> Vec<String> {
+    let mut words = net_core::console::completions(line);
+    let partial = match line.split_once(char::is_whitespace) {
+        None => Some(line),
+        Some((word, rest)) if word.eq_ignore_ascii_case("help") => {
+            let rest = rest.trim_start();
+            (!rest.contains(char::is_whitespace)).then_some(rest)
+        }
+        Some(_) => None,
+    };
+    if let Some(partial) = partial {
+        words.extend(
+            CONSOLE_ONLY
+                .iter()
+                .filter(|(name, _, _)| name.starts_with(partial))
+                .map(|(name, _, _)| name.to_string()),
+        );
+    }
+    words
+}
+
 /// What a console line asks of the loop.
 enum Flow {
     Continue,
@@ -110,9 +169,19 @@ impl Console {
     fn exec(&mut self, line: &str) -> Flow {
         let trimmed = line.trim();
         let (word, args) = net_core::console::split_command(trimmed);
-        match word {
-            "quit" | "exit" => return Flow::Quit,
-            "wait" => {
+        match console_only(word).map(|(name, _, _)| *name) {
+            Some(name @ ("quit" | "exit")) => {
+                if args.is_empty() {
+                    return Flow::Quit;
+                }
+                self.out.line(&format!(
+                    "{name}: takes no argument, got '{}'; usage: {name}",
+                    args.escape_debug()
+                ));
+                self.failures += 1;
+                return self.flow();
+            }
+            Some("wait") => {
                 match net_core::console::one_arg(args).map(|arg| (arg, arg.parse::<u64>())) {
                     Ok((_, Ok(ms))) if ms <= MAX_WAIT_MS => {
                         self.run_frames_until(Instant::now() + Duration::from_millis(ms))
@@ -131,7 +200,11 @@ impl Console {
             }
             _ => {}
         }
-        let reply = self.sub.console_exec(trimmed, Instant::now());
+        let reply = if word.eq_ignore_ascii_case("help") {
+            help(&mut self.sub, args)
+        } else {
+            self.sub.console_exec(trimmed, Instant::now())
+        };
         if reply.result.is_err() {
             self.failures += 1;
         }
@@ -200,7 +273,7 @@ impl Completer for CommandCompleter {
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let line = &line[..pos];
         let start = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
-        let candidates = net_core::console::completions(line)
+        let candidates = completions(line)
             .into_iter()
             .map(|word| Pair {
                 display: word.clone(),
@@ -338,4 +411,21 @@ fn exit_code(console: &mut Console) -> ExitCode {
 fn usage_error(message: &str) -> ExitCode {
     stdout::error_line(&format!("parsecnet console: {message}\n{USAGE}"));
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::completions;
+
+    #[test]
+    fn tab_completes_the_console_only_commands_too() {
+        assert!(completions("wa").contains(&"wait".to_string()));
+        assert!(completions("q").contains(&"quit".to_string()));
+        assert!(completions("help qu").contains(&"quit".to_string()));
+        assert!(completions("help ").contains(&"wait".to_string()));
+        assert!(completions("help ").contains(&"status".to_string()));
+        assert!(completions("st").contains(&"status".to_string()));
+        assert!(!completions("say wa").contains(&"wait".to_string()));
+        assert!(completions("help wait x").is_empty());
+    }
 }
