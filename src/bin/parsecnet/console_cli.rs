@@ -143,6 +143,8 @@ struct Console {
     sub: Subsystem,
     out: Output,
     failures: u32,
+    /// Players' names as of the events printed so far.
+    names: event_text::EventNames,
 }
 
 impl Console {
@@ -161,7 +163,7 @@ impl Console {
     fn frame(&mut self, now: Instant) {
         self.sub.maintain(now);
         while let Some(event) = self.sub.poll_event() {
-            let text = event_text::describe(&self.sub, &event);
+            let text = self.names.describe(&self.sub, &event);
             self.out.line(&text);
         }
     }
@@ -361,6 +363,7 @@ pub fn run(args: &[String]) -> ExitCode {
             failure: None,
         },
         failures: 0,
+        names: event_text::EventNames::default(),
     };
     if let Some(script) = &script {
         for command in script.split(';') {

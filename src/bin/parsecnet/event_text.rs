@@ -1,14 +1,51 @@
 //! One readable line per game event, as the console shows them (chat, joins, errors, objects).
 
 use net_core::master::format_table;
-use net_core::rmev::RemoteEvent;
+use std::collections::HashMap;
+
+use net_core::rmev::{PlayerName, RemoteEvent};
 use net_core::session::GameEvent;
 use net_core::Subsystem;
 
-fn who(sub: &Subsystem, slot: u8) -> String {
-    match sub.player_name(slot) {
-        Some(name) => format!("{name} (player {slot})"),
-        None => format!("player {slot}"),
+/// The players' names as of the events printed so far: each event is shown with the name its
+/// sender had when it happened, not with the one the player table has by the time it is printed
+/// (a chat line followed by a rename in the same frame shows the old name). Kept from the
+/// PlayerConnected and PlayerName events, in order; a slot no event named yet falls back to the
+/// player table.
+#[derive(Default)]
+pub struct EventNames {
+    names: HashMap<u8, PlayerName>,
+}
+
+impl EventNames {
+    /// The console line for `event`, then what it says about names is noted.
+    pub fn describe(&mut self, sub: &Subsystem, event: &GameEvent) -> String {
+        let text = describe(sub, self, event);
+        match event {
+            GameEvent::PlayerConnected { slot, name } | GameEvent::PlayerName { slot, name } => {
+                self.names.insert(*slot, *name);
+            }
+            GameEvent::PlayerDisconnected { slot, .. } => {
+                self.names.remove(slot);
+            }
+            GameEvent::Disconnected { .. } => self.names.clear(),
+            _ => {}
+        }
+        text
+    }
+
+    fn name(&self, sub: &Subsystem, slot: u8) -> Option<PlayerName> {
+        self.names
+            .get(&slot)
+            .copied()
+            .or_else(|| sub.player_name(slot))
+    }
+
+    fn who(&self, sub: &Subsystem, slot: u8) -> String {
+        match self.name(sub, slot) {
+            Some(name) => format!("{name} (player {slot})"),
+            None => format!("player {slot}"),
+        }
     }
 }
 
@@ -16,16 +53,16 @@ fn pos(p: &[f32; 3]) -> String {
     format!("({:.1}, {:.1}, {:.1})", p[0], p[1], p[2])
 }
 
-/// The console line for an event.
-pub fn describe(sub: &Subsystem, event: &GameEvent) -> String {
+/// The console line for an event, naming players as `names` has them.
+fn describe(sub: &Subsystem, names: &EventNames, event: &GameEvent) -> String {
     match event {
         GameEvent::Connected { slot } => format!("* connected: you are player {slot}"),
         GameEvent::Disconnected { reason } => format!("* disconnected: {reason}"),
         GameEvent::PlayerConnected { slot, name } => format!("* {name} (player {slot}) connected"),
         GameEvent::PlayerDisconnected { slot, reason } => format!("* player {slot} left: {reason}"),
-        GameEvent::PlayerJoined { slot } => format!("* {} joined the game", who(sub, *slot)),
+        GameEvent::PlayerJoined { slot } => format!("* {} joined the game", names.who(sub, *slot)),
         GameEvent::PlayerUnjoined { slot, flag } => {
-            format!("* {} left the game (flag {flag})", who(sub, *slot))
+            format!("* {} left the game (flag {flag})", names.who(sub, *slot))
         }
         GameEvent::PlayerName { slot, name } => format!("* player {slot} is called {name}"),
         GameEvent::Error { text } => format!("! {text}"),
@@ -44,11 +81,12 @@ pub fn describe(sub: &Subsystem, event: &GameEvent) -> String {
             text
         }
         GameEvent::Remote { slot, event } => {
-            let from = who(sub, *slot);
+            let from = names.who(sub, *slot);
             match event {
                 RemoteEvent::SendText(text) => format!(
                     "<{}> {text}",
-                    sub.player_name(*slot)
+                    names
+                        .name(sub, *slot)
                         .map_or(from.clone(), |n| n.to_string())
                 ),
                 RemoteEvent::CreateObject {
