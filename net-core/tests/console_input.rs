@@ -355,6 +355,58 @@ fn an_extra_argument_is_named_as_such_with_the_usage_on_one_line() {
 }
 
 #[test]
+fn a_slot_wait_not_longer_than_the_connect_loop_is_kept_with_a_warning() {
+    let mut sub = Subsystem::new();
+    let set = |sub: &mut Subsystem, line: &str| {
+        let (out, result) = exec(sub, line);
+        assert_eq!(result, Ok(()), "{line}: {out}");
+        assert!(!out.contains('\n'), "{line}: not one line: {out}");
+        out
+    };
+    // 5 x 670 ms = 3350 ms is still longer than the default loop of 10 x 330 ms = 3300 ms.
+    let out = set(&mut sub, "net.peer.slot_tries 5");
+    assert_eq!(out, "net.peer.slot_tries = 5 (from the next connect)");
+    // 5 x 200 ms = 1000 ms is not: kept, and the reply says so.
+    let out = set(&mut sub, "net.peer.slot_interval 200");
+    assert!(
+        out.starts_with("net.peer.slot_interval = 200 (from the next connect); warning: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("waits 1000 ms for its slot (5 x 200 ms)")
+            && out.contains("the 3300 ms connect loop (10 x 330 ms)")
+            && out.contains("net.peer.slot_tries x net.peer.slot_interval"),
+        "{out}"
+    );
+    assert_eq!(
+        exec(&mut sub, "net.peer.slot_interval").0,
+        "net.peer.slot_interval = 200 ms"
+    );
+    // The connect loop's settings are compared too; equal is not longer.
+    let out = set(&mut sub, "net.peer.connect_interval 100");
+    assert!(
+        out.contains("warning: a slave now waits 1000 ms")
+            && out.contains("the 1000 ms connect loop (10 x 100 ms)"),
+        "{out}"
+    );
+    let out = set(&mut sub, "net.peer.connect_interval 50");
+    assert_eq!(
+        out,
+        "net.peer.connect_interval = 50 (from the next connect)"
+    );
+    let out = set(&mut sub, "net.peer.connect_tries 40");
+    assert!(
+        out.contains("the 2000 ms connect loop (40 x 50 ms)"),
+        "{out}"
+    );
+    // reply_wait has nothing to do with it.
+    let out = set(&mut sub, "net.peer.reply_wait 100");
+    assert_eq!(out, "net.peer.reply_wait = 100 (from the next connect)");
+    let out = set(&mut sub, "net.peer.slot_tries 100");
+    assert!(!out.contains("warning"), "{out}");
+}
+
+#[test]
 fn calls_that_need_a_game_say_so_naming_the_command_once() {
     let mut sub = Subsystem::new();
     for (line, name) in [("join", "join"), ("unjoin", "unjoin"), ("say hi", "say")] {

@@ -10,7 +10,7 @@ mod support;
 
 use support::seeds::env_number;
 
-use net_core::protocol::peer::PeerTimings;
+use net_core::protocol::peer::{PeerProtocol, PeerTimings};
 use net_core::protocol::ClientProtocol;
 use net_core::session::GameEvent;
 use net_core::sim::{LinkProfile, Network, Rng};
@@ -207,6 +207,51 @@ fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_sur
     net.endpoint_mut(1).unwrap().connect(now, 201);
     net.run_for(Duration::from_secs(10));
     assert!(everyone_agrees(&net, 2), "survivors found each other");
+}
+
+/// A slave yields as soon as its master's connect loop starts, and is seated only when that
+/// loop ends: a slot wait (`slot_tries` x `slot_interval`) not longer than the connect loop
+/// (`connect_tries` x `connect_interval`) gives up first, which is why the console warns
+/// about such a setting (`net.peer.slot_tries`, `docs/console.md`).
+#[test]
+fn a_slot_wait_shorter_than_the_masters_connect_loop_gives_up_before_the_seat() {
+    let run = |slot_tries: u32, slot_interval_ms: u64| {
+        let timings = PeerTimings {
+            slot_tries,
+            slot_interval: Duration::from_millis(slot_interval_ms),
+            ..PeerTimings::default()
+        };
+        let profile = LinkProfile {
+            latency: Duration::from_millis(5),
+            ..Default::default()
+        };
+        let mut net: Network<PeerNode> = Network::new(2, 9, profile);
+        let start = net.now();
+        // The higher node (the master) starts its connect loop first, the slave just after.
+        for (index, token) in [(1, 301), (0, 300)] {
+            let mut node = PeerNode::new(index);
+            node.proto = PeerProtocol::new(timings);
+            node.connect(net.now(), token);
+            net.start(index, node);
+            net.run_until(start + Duration::from_millis(20), check_invariants);
+        }
+        net.run_until(start + Duration::from_secs(10), check_invariants);
+        net
+    };
+    // 5 x 200 ms = 1 s against the default loop of 10 x 330 ms = 3.3 s.
+    let net = run(5, 200);
+    let slave = net.endpoint(0).unwrap();
+    assert!(slave.slot().is_none(), "{}", slave.proto.describe());
+    assert_eq!(slave.errors().len(), 1, "{:?}", slave.errors());
+    assert!(
+        slave.errors()[0].contains("did not answer 5 slot requests"),
+        "{:?}",
+        slave.errors()
+    );
+    // 5 x 670 ms = 3.35 s: just longer than the loop, and the slave is seated.
+    let net = run(5, 670);
+    assert!(everyone_agrees(&net, 2));
+    assert!(net.endpoint(0).unwrap().errors().is_empty());
 }
 
 #[test]

@@ -250,7 +250,32 @@ pub fn peer_timing(
         }
         _ => timings.reply_wait = Duration::from_millis(number_in(args, 1, 60_000, "ms")?),
     }
-    Ok(format!("{name} = {args} (from the next connect)"))
+    let mut reply = format!("{name} = {args} (from the next connect)");
+    if key != "reply_wait" {
+        if let Some(warning) = slot_wait_warning(timings) {
+            reply.push_str("; ");
+            reply.push_str(&warning);
+        }
+    }
+    Ok(reply)
+}
+
+/// A slave waits `slot_tries` x `slot_interval` for its slot, from when it yields; its master
+/// seats it only when its own connect loop (`connect_tries` x `connect_interval`) ends, which
+/// can be a whole loop later. A slot wait not longer than that loop lets a slave give up (an
+/// error event) before it can be seated: the setting is kept, and the reply says so.
+fn slot_wait_warning(timings: &crate::protocol::peer::PeerTimings) -> Option<String> {
+    let slot_wait = timings.slot_interval.as_millis() * u128::from(timings.slot_tries);
+    let connect_loop = timings.connect_interval.as_millis() * u128::from(timings.connect_tries);
+    (slot_wait <= connect_loop).then(|| {
+        format!(
+            "warning: a slave now waits {slot_wait} ms for its slot ({} x {} ms), not longer than the {connect_loop} ms connect loop ({} x {} ms) its master runs before seating it, so it can give up first; make net.peer.slot_tries x net.peer.slot_interval longer",
+            timings.slot_tries,
+            timings.slot_interval.as_millis(),
+            timings.connect_tries,
+            timings.connect_interval.as_millis()
+        )
+    })
 }
 
 pub fn backend_option(
