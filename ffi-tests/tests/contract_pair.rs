@@ -109,12 +109,10 @@ fn every_event_field_and_lookup_through_a_gameserver() {
     through_server("gameserver");
 }
 
-/// Ignored: an open bug. Through a slotserver a renamed player's name can flap at the others
-/// (PLAYER_NAME new, then the old name, then the new again): the server's `name ip:` line and
-/// the player's own RE_PLAYERNAME over the peer link are two sources that race, and an old
-/// RE_PLAYERNAME retransmitted late overwrites the newer name. Fails in about one run of five.
+/// Through a slotserver a renamed player's name once flapped at the others (PLAYER_NAME new,
+/// the old name, the new again) when a late RE_PLAYERNAME over the peer link came after the
+/// server's `name ip:` line; the others' names now come from the server's lines only.
 #[test]
-#[ignore = "open bug: a name change through a slotserver can flap back to the old name"]
 fn every_event_field_and_lookup_through_a_slotserver() {
     through_server("slotserver");
 }

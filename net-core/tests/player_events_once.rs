@@ -4,7 +4,7 @@
 //! joined hears PLAYER_CONNECTED (with the name) and PLAYER_JOINED once each, then one
 //! PLAYER_NAME per rename, in a peer-to-peer game (the peer protocol in the simulator), a
 //! slotserver game (mesh sessions seated as the server's `add ip:` lines seat them, renamed by
-//! `name ip:` lines and RE_PLAYERNAME) and a gameserver game (star sessions through the relay).
+//! `name ip:` lines; the RE_PLAYERNAME copies change nothing there) and a gameserver game (star sessions through the relay).
 
 mod support;
 
@@ -154,6 +154,9 @@ fn slotserver_newcomer_hears_a_joined_player_join_once_and_each_rename_once() {
     let mut ann = MeshNode::new(now, 0, "ann", 0xA11);
     ann.session.join().unwrap();
     let mut bo = MeshNode::new(now, 1, "bo", 0xB22);
+    // As the slotserver client sets them up: names come from the server's lines.
+    ann.session.take_names_from_server();
+    bo.session.take_names_from_server();
     // The server's `add ip:` lines seat each in the other's game, not joined (the line does
     // not say).
     ann.session
@@ -219,6 +222,9 @@ impl StarClient {
             now,
         );
         relay.add_client(now, slot, addr, token);
+        // As the gameserver client sets them up: names come from the server's lines.
+        let mut session = session;
+        session.take_names_from_server();
         StarClient {
             session,
             addr,

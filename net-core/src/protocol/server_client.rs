@@ -11,6 +11,8 @@
 //!
 //! A refusal or a lost connection becomes an error or disconnect event with the server's words.
 //! A new name is asked of the server and told to the others only once it accepts (`renames`).
+//! The others' names are what the server's lines say (`add ip:`, `name ip:`), in their order;
+//! their RE_PLAYERNAME copies change nothing here (`Session::take_names_from_server`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -284,6 +286,9 @@ impl ServerClient {
             }
             _ => Session::new_mesh(params.session, self.node_eq(), me, now),
         };
+        // The others' names as the server's lines tell them, in order (see
+        // `Session::take_names_from_server`).
+        session.take_names_from_server();
         // What the session before a backend switch left (see `session::resume`).
         if let Some(state) = self.params.as_mut().and_then(|p| p.resume.take()) {
             session.set_resume_state(std::sync::Arc::unwrap_or_clone(state));

@@ -207,6 +207,9 @@ pub struct Session {
     retired_tokens: VecDeque<u32>,
     /// Star: relayed events of players the client does not know yet (see `early`).
     early: EarlyEvents,
+    /// Slot and game servers: the others' names come only from the server's lines (see
+    /// `take_names_from_server`).
+    names_from_server: bool,
     stats: SessionStats,
 }
 
@@ -270,8 +273,21 @@ impl Session {
             game_event_serial: 0,
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
+            names_from_server: false,
             stats: SessionStats::default(),
         }
+    }
+
+    /// The others' names come only from a server's lines from now on (`add ip:` seats a player
+    /// with its name, `name ip:` renames it, see `rename_player`), not from their RE_PLAYERNAME.
+    ///
+    /// A slot or game server tells every client each accepted name in order on one TCP stream,
+    /// while the player's own RE_PLAYERNAME (a rename, or the greeting of a newcomer with the
+    /// name then in use) travels apart, over UDP, retransmitted when lost: whichever copy came
+    /// last used to win, so an older name could come back (PLAYER_NAME new, old, new) and be
+    /// what `NET_FetchPlayerName` returned. One source, in order, cannot go back.
+    pub fn take_names_from_server(&mut self) {
+        self.names_from_server = true;
     }
 
     // ----- getters ---------------------------------------------------------------------------
@@ -585,7 +601,8 @@ impl Session {
             .map(|p| p.slot)
     }
 
-    /// Update a remote player's name (slotserver `name ip:` lines); emits PlayerName on change.
+    /// Update a remote player's name (a slot or game server's `name ip:` line); emits PlayerName
+    /// on change.
     pub fn rename_player(&mut self, slot: u8, name: PlayerName) {
         if let Some(player) = self.players.get_mut(slot) {
             if player.name != name {
@@ -1127,8 +1144,15 @@ impl Session {
     /// comes as the server's line, so most copies repeat what the game has (from the player
     /// list, the server's `add ip:` line, or the other copy). A player not seated (a late or
     /// early relayed event, delivered anyway) has nothing to compare with: its events pass.
+    /// Through a slot or game server, names come from the server's lines only
+    /// (`take_names_from_server`): a RE_PLAYERNAME changes nothing there.
     pub fn apply_remote_event(&mut self, slot: u8, event: RemoteEvent) {
         match event {
+            RemoteEvent::PlayerName(name) if self.names_from_server => {
+                log::trace!(
+                    "session: slot {slot} says its name is {name} (the server's lines tell names)"
+                );
+            }
             RemoteEvent::PlayerName(name) => {
                 let changed = match self.players.get_mut(slot) {
                     Some(player) => std::mem::replace(&mut player.name, name) != name,
