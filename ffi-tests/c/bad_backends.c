@@ -6,7 +6,7 @@
  *
  *   usage: bad_backends KIND=PATH ...
  *   KIND:  missing | notlib | noentry | nullentry | newer | small | nullsend | openfails |
- *          opennosocket
+ *          opennosocket | undefsym
  *
  * Exit status 0 only if every check passed.
  */
@@ -41,6 +41,8 @@ static const struct bad_kind KINDS[] = {
     {"openfails", NET_ERR_BACKEND_LOAD, "never opens a socket"},
     /* open_no_socket.c's open returns NET_BACKEND_OK with a NULL socket. */
     {"opennosocket", NET_ERR_BACKEND_LOAD, "said OK but gave no socket"},
+    /* undefined_symbol.c calls a function no library defines: the dynamic linker's reason. */
+    {"undefsym", NET_ERR_BACKEND_LOAD, "undefined symbol: parsec_net_test_function_defined_nowhere"},
 };
 
 static const struct bad_kind *find_kind(const char *kind, size_t len)

@@ -88,5 +88,6 @@ pub fn bad_backends() -> Vec<BadBackend> {
         built("nullsend", "null_send"),
         built("openfails", "open_fails"),
         built("opennosocket", "open_no_socket"),
+        built("undefsym", "undefined_symbol"),
     ]
 }

@@ -1,6 +1,7 @@
 //! `c/bad_backends.c`: switching to a missing file, a text file, a library without the entry
 //! symbol, an entry returning NULL, a newer ABI, a too-small vtable, a NULL `send`, a backend
-//! whose open fails, and one whose open says OK without a socket each fail with a one-line message naming the problem, while UDP stays active
+//! whose open fails, one whose open says OK without a socket, and one that calls a function no
+//! library defines each fail with a one-line message naming the problem, while UDP stays active
 //! and loses nothing. Run as built, under AddressSanitizer, and under valgrind.
 
 use std::process::Command;

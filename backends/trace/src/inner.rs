@@ -223,6 +223,27 @@ pub fn load(spec: &Spec) -> Result<&'static Inner, String> {
     load_file(&locate(spec)?)
 }
 
+/// dlopen `path` with every symbol bound now (RTLD_NOW), as the core does: a library that uses
+/// a function no loaded library defines is refused with the dynamic linker's reason ("undefined
+/// symbol: NAME") instead of loading and ending the process at its first call ("symbol lookup
+/// error"). Windows binds every import at load time anyway.
+///
+/// # Safety
+/// As for `libloading::Library::new`: the library's initializers run.
+unsafe fn open_library(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+        // SAFETY: as documented for this function.
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: as documented for this function.
+        unsafe { libloading::Library::new(path) }
+    }
+}
+
 /// Load and validate a backend library file (or reuse it if it is already loaded).
 pub fn load_file(path: &Path) -> Result<&'static Inner, String> {
     let shown = path.display().to_string();
@@ -241,7 +262,7 @@ pub fn load_file(path: &Path) -> Result<&'static Inner, String> {
     }
     // SAFETY: loading a library runs its initializers; that is the contract of a backend plugin,
     // and the user chose this file. The absolute path keeps dlopen from searching elsewhere.
-    let library = unsafe { libloading::Library::new(&path) }.map_err(|e| {
+    let library = unsafe { open_library(&path) }.map_err(|e| {
         format!(
             "cannot load '{shown}': not a loadable library ({})",
             parsec_backend_abi::helpers::error_chain_line(&e)

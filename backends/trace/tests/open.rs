@@ -62,6 +62,46 @@ fn an_inner_backend_that_cannot_be_found_is_a_clear_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A backend whose author forgot to link a library it calls: it links (shared libraries may
+/// leave symbols undefined) but the symbol is defined nowhere. Loading it must be a clear error
+/// naming the symbol, not the end of the process at its entry's first call.
+#[test]
+fn an_inner_backend_calling_an_undefined_function_is_refused_naming_it() {
+    let dir = temp_dir("undefsym");
+    let source = dir.join("undefsym.c");
+    std::fs::write(
+        &source,
+        "extern int trace_test_function_defined_nowhere(void);\n\
+         __attribute__((visibility(\"default\"))) const void *parsec_net_backend_entry(unsigned v)\n\
+         { return trace_test_function_defined_nowhere() + (int)v ? (const void *)0 : (const void *)0; }\n",
+    )
+    .unwrap();
+    let library = dir.join("libparsec_backend_undefsym.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    match std::process::Command::new(&cc)
+        .args(["-fPIC", "-shared", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+    {
+        Ok(status) if status.success() => {}
+        other => {
+            println!("SKIPPED: cannot build a C library with {cc}: {other:?}");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+    }
+    let (code, message) = open_error(&format!("inner={}", library.display()));
+    assert_eq!(code, NET_BACKEND_ERR_INVALID);
+    assert!(message.contains("not a loadable library"), "{message}");
+    assert!(
+        message.contains("undefined symbol: trace_test_function_defined_nowhere"),
+        "{message}"
+    );
+    assert!(!message.contains('\n'));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_inner_backend_with_other_nodes_is_refused_with_the_reason() {
     let ipx = built_library("ipx");

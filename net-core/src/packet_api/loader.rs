@@ -211,6 +211,27 @@ pub fn load(spec: &BackendSpec) -> NetResult<Arc<Backend>> {
     load_path(&path)
 }
 
+/// dlopen `path` with every symbol bound now (RTLD_NOW), so a library that uses a function no
+/// loaded library defines is refused here with the dynamic linker's reason ("undefined symbol:
+/// NAME"); with the default lazy binding it would load, and the first call into it would end
+/// the whole process ("symbol lookup error"). Windows binds every import at load time anyway.
+///
+/// # Safety
+/// As for `libloading::Library::new`: the library's initializers run.
+unsafe fn open_library(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+        // SAFETY: as documented for this function.
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Into::into)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: as documented for this function.
+        unsafe { libloading::Library::new(path) }
+    }
+}
+
 /// Load and validate a backend library file.
 pub fn load_path(path: &Path) -> NetResult<Arc<Backend>> {
     let load_error = |message: String| NetError::new(ErrorCode::BackendLoad, message);
@@ -222,7 +243,7 @@ pub fn load_path(path: &Path) -> NetResult<Arc<Backend>> {
     }
     // SAFETY: loading a library runs its initializers; that is the documented contract of a
     // backend plugin (the user chose the file). Nothing else is assumed about it yet.
-    let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
+    let library = unsafe { open_library(path) }.map_err(|e| {
         load_error(format!(
             "cannot load '{shown}': not a loadable library ({})",
             abi::helpers::error_chain_line(&e)
