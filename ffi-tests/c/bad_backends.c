@@ -6,7 +6,7 @@
  *
  *   usage: bad_backends KIND=PATH ...
  *   KIND:  missing | notlib | noentry | nullentry | newer | small | nullsend | openfails |
- *          opennosocket | undefsym
+ *          opennosocket | undefsym | abizero | payloadzero | payloadhuge | namebad | nullopen
  *
  * Exit status 0 only if every check passed.
  */
@@ -43,6 +43,11 @@ static const struct bad_kind KINDS[] = {
     {"opennosocket", NET_ERR_BACKEND_LOAD, "said OK but gave no socket"},
     /* undefined_symbol.c calls a function no library defines: the dynamic linker's reason. */
     {"undefsym", NET_ERR_BACKEND_LOAD, "undefined symbol: parsec_net_test_function_defined_nowhere"},
+    {"abizero", NET_ERR_BACKEND_LOAD, "reports backend ABI version 0, which does not exist"},
+    {"payloadzero", NET_ERR_BACKEND_LOAD, "maximum payload of 0 bytes (must be 1-65507)"},
+    {"payloadhuge", NET_ERR_BACKEND_LOAD, "maximum payload of 4294967295 bytes (must be 1-65507)"},
+    {"namebad", NET_ERR_BACKEND_LOAD, "vtable name is not 1-31 printable ASCII characters"},
+    {"nullopen", NET_ERR_BACKEND_LOAD, "no 'open' function"},
 };
 
 static const struct bad_kind *find_kind(const char *kind, size_t len)

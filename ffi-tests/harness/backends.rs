@@ -89,5 +89,10 @@ pub fn bad_backends() -> Vec<BadBackend> {
         built("openfails", "open_fails"),
         built("opennosocket", "open_no_socket"),
         built("undefsym", "undefined_symbol"),
+        built("abizero", "abi_zero"),
+        built("payloadzero", "payload_zero"),
+        built("payloadhuge", "payload_huge"),
+        built("namebad", "name_bad"),
+        built("nullopen", "null_open"),
     ]
 }

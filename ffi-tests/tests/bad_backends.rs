@@ -1,8 +1,9 @@
 //! `c/bad_backends.c`: switching to a missing file, a text file, a library without the entry
 //! symbol, an entry returning NULL, a newer ABI, a too-small vtable, a NULL `send`, a backend
-//! whose open fails, one whose open says OK without a socket, and one that calls a function no
-//! library defines each fail with a one-line message naming the problem, while UDP stays active
-//! and loses nothing. Run as built, under AddressSanitizer, and under valgrind.
+//! whose open fails, one whose open says OK without a socket, one that calls a function no
+//! library defines, ABI version 0, a maximum payload of 0 and of 2^32-1, a name with a line
+//! break and a NULL `open` each fail with a one-line message naming the problem, while UDP stays
+//! active and loses nothing. Run as built, under AddressSanitizer, and under valgrind.
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,0 +1,18 @@
+/*
+ * name_bad.c: a backend whose name holds a line break (the name must be 1-31 printable ASCII
+ * characters); the loader must refuse it and say why.
+ */
+
+#include "stub_vtable.h"
+
+NET_BACKEND_EXPORT const NET_BackendVTable *parsec_net_backend_entry(uint32_t core_abi_version);
+
+NET_BACKEND_EXPORT const NET_BackendVTable *parsec_net_backend_entry(uint32_t core_abi_version)
+{
+    static NET_BackendVTable table;
+
+    (void)core_abi_version;
+    table = STUB_VTABLE;
+    table.name = "two\nlines";
+    return &table;
+}

@@ -1,0 +1,18 @@
+/*
+ * payload_zero.c: a backend announcing a maximum payload of 0 bytes; the loader must refuse it
+ * and say why.
+ */
+
+#include "stub_vtable.h"
+
+NET_BACKEND_EXPORT const NET_BackendVTable *parsec_net_backend_entry(uint32_t core_abi_version);
+
+NET_BACKEND_EXPORT const NET_BackendVTable *parsec_net_backend_entry(uint32_t core_abi_version)
+{
+    static NET_BackendVTable table;
+
+    (void)core_abi_version;
+    table = STUB_VTABLE;
+    table.max_payload = 0;
+    return &table;
+}
