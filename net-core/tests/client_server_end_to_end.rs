@@ -638,3 +638,106 @@ fn a_name_the_server_refuses_is_not_used_and_the_player_is_told() {
         drop(server);
     }
 }
+
+/// The `players` table row of `slot` as `viewer` prints it.
+fn players_row(viewer: &mut Player, slot: u8) -> String {
+    let table = console(&mut viewer.sub, "players");
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&slot.to_string()))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Fay moves to another local port (`net.port 0`) in a `protocol` game; gus's table follows
+/// her once her packets came from there, and the server's later lines about her (a rename, her
+/// leave) still reach gus's game.
+fn moved_player_is_shown_at_the_new_address_and_still_followed(protocol: &'static str) {
+    let server = server_for(protocol);
+    let mut gus = Subsystem::new();
+    for line in [
+        "net.udp.bind 127.0.0.1",
+        "net.udp.ipv6 0",
+        "net.port 0",
+        "net.api udp",
+        // A player is not dropped for silence here: only the server's line removes fay.
+        "net.timeout 3600",
+        &format!("net.subsys {protocol}"),
+        "name gus",
+        &format!("connect {}", server.addrs.tcp),
+    ] {
+        console(&mut gus, line);
+    }
+    let mut players = vec![
+        Player {
+            sub: client("fay", protocol, server.addrs.tcp),
+            events: Vec::new(),
+        },
+        Player {
+            sub: gus,
+            events: Vec::new(),
+        },
+    ];
+    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
+        .iter()
+        .all(|p| p.slot().is_some()
+            && p.events.iter().any(|e| matches!(
+                e,
+                GameEvent::PlayerConnected { .. }
+            )))));
+    for p in players.iter_mut() {
+        console(&mut p.sub, "join");
+    }
+    let fay = players[0].slot().unwrap();
+    let old = players[0].sub.local_node().unwrap();
+    let old = players[0].sub.print_node(&old).unwrap();
+    assert!(players_row(&mut players[1], fay).contains(&old));
+    console(&mut players[0].sub, "net.port 0");
+    let new = players[0].sub.local_node().unwrap();
+    let new = players[0].sub.print_node(&new).unwrap();
+    assert_ne!(new, old);
+    // Fay keeps talking from her new port until gus's table shows it.
+    let mut n = 0;
+    let mut shown = false;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !shown && Instant::now() < deadline {
+        players[0].sub.queue_remote_event(numbered(n)).unwrap();
+        n += 1;
+        run_frames(&mut players, Duration::from_millis(100), |_| false);
+        shown = players_row(&mut players[1], fay).contains(&new);
+    }
+    assert!(
+        shown,
+        "{protocol}: gus shows fay at {:?}, she is at {new}",
+        players_row(&mut players[1], fay)
+    );
+    console(&mut players[0].sub, "name fay2");
+    assert!(
+        run_frames(&mut players, Duration::from_secs(10), |ps| ps[1]
+            .sub
+            .player_name(fay)
+            .is_some_and(|name| name.to_string() == "fay2")),
+        "{protocol}: gus has fay's new name"
+    );
+    console(&mut players[0].sub, "disconnect");
+    assert!(
+        run_frames(&mut players, Duration::from_secs(10), |ps| ps[1]
+            .events
+            .iter()
+            .any(
+                |e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == fay)
+            )),
+        "{protocol}: gus saw fay leave ({:?})",
+        players_row(&mut players[1], fay)
+    );
+}
+
+#[test]
+fn a_player_who_changes_port_in_a_gameserver_game_is_shown_at_the_new_address() {
+    moved_player_is_shown_at_the_new_address_and_still_followed("gameserver");
+}
+
+#[test]
+fn a_player_who_changes_port_in_a_slotserver_game_is_shown_and_removed_by_the_others() {
+    moved_player_is_shown_at_the_new_address_and_still_followed("slotserver");
+}

@@ -575,3 +575,67 @@ fn invalid_settings_are_reported_by_validate() {
     cfg.messages[2] = "a\nb".into();
     assert!(cfg.validate().is_err());
 }
+
+#[test]
+fn a_player_the_relay_follows_to_a_new_port_is_named_there_in_the_extended_lines() {
+    let mut b = Bench::new(config());
+    b.connect(1, "127.0.0.1");
+    b.send(
+        1,
+        "version: 1.0 join me: ext os: linux port: 7001 token: 99",
+    );
+    b.lines(1);
+    b.join(2, "127.0.0.1", "plain");
+    b.connect(3, "127.0.0.1");
+    b.send(
+        3,
+        "version: 1.0 join me: ext2 os: linux port: 7003 token: 5",
+    );
+    b.lines(1);
+    b.lines(2);
+    b.lines(3);
+    // The relay now hears ext2 (slot 2) on port 7100.
+    b.core.player_moved(2, "127.0.0.1:7100".parse().unwrap());
+    b.collect();
+    assert_eq!(
+        b.lines(1),
+        vec!["add ip: 127.0.0.1 name: ext2 in 2 port: 7100 token: 5"],
+        "an extended client is told where ext2 plays now"
+    );
+    assert!(
+        b.lines(2).is_empty(),
+        "a design client keeps the join address"
+    );
+    assert!(b.lines(3).is_empty(), "the mover itself is not told");
+    // The same address again says nothing.
+    b.core.player_moved(2, "127.0.0.1:7100".parse().unwrap());
+    b.collect();
+    assert!(b.lines(1).is_empty());
+    // A newcomer learns the new address; the later lines name it there.
+    b.connect(4, "127.0.0.1");
+    b.send(
+        4,
+        "version: 1.0 join me: late os: linux port: 7004 token: 6",
+    );
+    assert!(b
+        .lines(4)
+        .contains(&"add ip: 127.0.0.1 name: ext2 in 2 port: 7100 token: 5".to_string()));
+    b.send(3, "my new name: renamed");
+    assert_eq!(
+        b.lines(1),
+        vec![
+            "add ip: 127.0.0.1 name: late in 3 port: 7004 token: 6",
+            "name ip: 127.0.0.1 name: renamed port: 7100"
+        ]
+    );
+    assert_eq!(
+        b.lines(2),
+        vec![
+            "add ip: 127.0.0.1 name: late in 3",
+            "name ip: 127.0.0.1 name: renamed"
+        ]
+    );
+    b.send(3, "remove me");
+    assert_eq!(b.lines(1), vec!["remove ip: 127.0.0.1 port: 7100"]);
+    assert_eq!(b.lines(2), vec!["remove ip: 127.0.0.1"]);
+}

@@ -76,6 +76,10 @@ pub struct ServerClient {
     renames: Renames,
     scratch: Vec<WireEvent>,
     stats: ServerClientStats,
+    /// Each listed player's address as the server's lines name it (slot, node). A player's own
+    /// packets may move it elsewhere in the session (peer to peer, the slotserver never knows),
+    /// so the server's `remove ip:` and `name ip:` lines are matched here first.
+    announced: Vec<(u8, Node)>,
 }
 
 /// The parts of `join from NAME accepted, slot: N, server name: S[ udp: U token: T]`.
@@ -198,6 +202,7 @@ impl ServerClient {
             renames: Renames::default(),
             scratch: Vec::new(),
             stats: ServerClientStats::default(),
+            announced: Vec::new(),
         }
     }
 
@@ -294,6 +299,7 @@ impl ServerClient {
             session.set_resume_state(std::sync::Arc::unwrap_or_clone(state));
         }
         self.session = Some(session);
+        self.announced.clear();
         self.server_name = accepted.server_name;
         self.phase = Phase::Joined;
         self.messages_left = MESSAGE_LINES;
@@ -313,11 +319,22 @@ impl ServerClient {
         let Some(params) = self.params.clone() else {
             return;
         };
+        let node_eq = self.node_eq();
         let Some(session) = self.session.as_mut() else {
             return;
         };
         let node_of =
             |ip: &str, port: Option<u16>| (params.resolve)(ip, port.unwrap_or(DESIGN_CLIENT_PORT));
+        let announced = &mut self.announced;
+        // The slot the server means by `node`: as it named the player, else where it is now.
+        let slot_named = |session: &Session, announced: &[(u8, Node)], node: Option<Node>| {
+            let node = node?;
+            announced
+                .iter()
+                .find(|(_, n)| node_eq(n, &node))
+                .map(|(slot, _)| *slot)
+                .or_else(|| session.slot_at(&node))
+        };
         match update {
             Update::Add {
                 ip,
@@ -331,15 +348,23 @@ impl ServerClient {
                     self.stats.lines_not_understood += 1;
                     return;
                 };
-                session.add_player(now, slot, node, token.unwrap_or(0), name, false);
+                announced.retain(|(s, _)| *s != slot);
+                announced.push((slot, node));
+                // The same player again at another address: the gameserver followed it there.
+                let moved = self.kind == ProtocolKind::GameServer
+                    && session.player_moved(slot, token.unwrap_or(0), node);
+                if !moved {
+                    session.add_player(now, slot, node, token.unwrap_or(0), name, false);
+                }
             }
             Update::Remove { ip, port } => {
-                if let Some(slot) = node_of(&ip, port).and_then(|n| session.slot_at(&n)) {
+                if let Some(slot) = slot_named(session, announced, node_of(&ip, port)) {
+                    announced.retain(|(s, _)| *s != slot);
                     session.remove_player(slot, "left the server");
                 }
             }
             Update::Name { ip, name, port } => {
-                let found = node_of(&ip, port).and_then(|n| session.slot_at(&n));
+                let found = slot_named(session, announced, node_of(&ip, port));
                 if let (Some(slot), Ok(name)) = (found, PlayerName::new(name.as_bytes())) {
                     session.rename_player(slot, name);
                 }

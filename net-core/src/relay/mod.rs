@@ -128,6 +128,8 @@ pub struct RelayCore {
     grid: SpatialGrid,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
     silent: VecDeque<u8>,
+    /// Clients followed to a new address, for the TCP side to tell the others.
+    moved: VecDeque<(u8, SocketAddr)>,
     scratch: Vec<WireEvent>,
     deliveries: Vec<Delivery>,
     near: Vec<u16>,
@@ -161,6 +163,7 @@ impl RelayCore {
             }),
             out: VecDeque::new(),
             silent: VecDeque::new(),
+            moved: VecDeque::new(),
             scratch: Vec::new(),
             deliveries: Vec::new(),
             near: Vec::new(),
@@ -347,6 +350,7 @@ impl RelayCore {
         }
         client.addr = from;
         self.stats.address_changes += 1;
+        self.moved.push_back((client.slot, from));
         Some(i)
     }
 
@@ -750,6 +754,11 @@ impl RelayCore {
         let slot = self.silent.pop_front()?;
         self.stats.clients_timed_out += 1;
         Some(slot)
+    }
+
+    /// A client now heard at a new address (its slot and the address), oldest first.
+    pub fn poll_moved(&mut self) -> Option<(u8, SocketAddr)> {
+        self.moved.pop_front()
     }
 
     /// Lines for the server's status.

@@ -56,6 +56,10 @@ impl UdpService for RelayService {
         self.relay.poll_silent()
     }
 
+    fn poll_moved(&mut self) -> Option<(u8, SocketAddr)> {
+        self.relay.poll_moved()
+    }
+
     fn status_lines(&self) -> Vec<String> {
         self.relay.status_lines()
     }

@@ -129,6 +129,7 @@ mod tests {
                     os: "linux".into(),
                     addr: "10.0.0.1".parse().unwrap(),
                     game_port: 6526,
+                    moved_to: None,
                     token: 0,
                     extended: false,
                     conn: i as u64,

@@ -55,6 +55,11 @@ pub trait UdpService: Send {
     fn poll_timeout(&self) -> Option<Instant>;
     /// A slot whose alive counter ran out: the runtime removes it on the TCP side.
     fn poll_silent(&mut self) -> Option<u8>;
+    /// A slot now heard at another address (a local port change, NAT rebinding): the runtime
+    /// tells the other players on the TCP side.
+    fn poll_moved(&mut self) -> Option<(u8, SocketAddr)> {
+        None
+    }
     /// Lines for the status page and the run summary.
     fn status_lines(&self) -> Vec<String>;
 }
@@ -751,6 +756,14 @@ impl<C: TextServerCore> Driver<C> {
             for slot in silent {
                 progressed = true;
                 self.core.remove_slot(now, slot, "no alive packets");
+            }
+            let moved: Vec<(u8, SocketAddr)> = match self.udp.as_mut() {
+                Some(udp) => std::iter::from_fn(|| udp.service.poll_moved()).collect(),
+                None => Vec::new(),
+            };
+            for (slot, to) in moved {
+                progressed = true;
+                self.core.player_moved(slot, to);
             }
             if !progressed {
                 break;

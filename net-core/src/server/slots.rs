@@ -132,12 +132,25 @@ pub struct PlayerRecord {
     pub addr: IpAddr,
     /// Its UDP game port (from the ` port:` extension; 6526 otherwise).
     pub game_port: u16,
+    /// Where its game packets come from now, once the gameserver followed it away from
+    /// `addr`:`game_port` (a `net.port` change or NAT rebinding); the extended lines name it.
+    pub moved_to: Option<SocketAddr>,
     /// Its session token (0: it gave none).
     pub token: u32,
     /// It joined with the ` token:` extension and gets the extended lines.
     pub extended: bool,
     pub conn: ConnId,
     pub since: SystemTime,
+}
+
+impl PlayerRecord {
+    /// The address the extended lines name it by: where its game packets come from now.
+    pub fn game_addr(&self) -> (IpAddr, u16) {
+        match self.moved_to {
+            Some(to) => (to.ip().to_canonical(), to.port()),
+            None => (self.addr, self.game_port),
+        }
+    }
 }
 
 /// What the driver must do.
@@ -551,6 +564,7 @@ impl SlotServerCore {
             os,
             addr: ip,
             game_port: port.unwrap_or(text::DEFAULT_CLIENT_PORT),
+            moved_to: None,
             token: token.unwrap_or(0),
             extended: token.is_some(),
             conn,
@@ -591,6 +605,36 @@ impl SlotServerCore {
         self.conns.push(ServerAction::ListChanged);
     }
 
+    /// The gameserver's relay now hears the player in `slot` at `to` (it changed its local port,
+    /// or a NAT rebound it): from now on the extended lines name it there, and the others with
+    /// the extension are told with its `add ip:` line again (same slot and token: a client
+    /// takes it as a move, not a new player). Design clients keep its join address.
+    pub fn player_moved(&mut self, slot: u8, to: SocketAddr) {
+        let Some(player) = self
+            .slots
+            .get_mut(usize::from(slot))
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        let to = SocketAddr::new(to.ip().to_canonical(), to.port());
+        if player.game_addr() == (to.ip(), to.port()) {
+            return;
+        }
+        log::info!("'{}' in slot {slot} now plays from {to}", player.name);
+        player.moved_to =
+            Some(to).filter(|to| (to.ip(), to.port()) != (player.addr, player.game_port));
+        let line = add_line(player, true);
+        let receivers: Vec<ConnId> = self
+            .players()
+            .filter(|p| p.slot != slot && p.extended)
+            .map(|p| p.conn)
+            .collect();
+        for conn in receivers {
+            self.send(conn, &line);
+        }
+    }
+
     fn remove_me(&mut self, now: Instant, conn: ConnId) {
         let Some(c) = self.conns.get_mut(conn) else {
             return;
@@ -626,11 +670,12 @@ impl SlotServerCore {
         }
         log::info!("'{}' in slot {slot} is now '{name}'", player.name);
         player.name = name.clone();
-        let (ip, port) = (player.addr, player.game_port);
+        let (design_ip, (ip, port)) = (player.addr, player.game_addr());
         self.counters.renames += 1;
         self.send(conn, text::NEW_NAME_ACCEPTED);
-        self.broadcast_except(slot, |ext| {
-            text::rename_player(ip, &name, ext.then_some(port))
+        self.broadcast_except(slot, |ext| match ext {
+            true => text::rename_player(ip, &name, Some(port)),
+            false => text::rename_player(design_ip, &name, None),
         });
         self.roster.push_back(RosterChange::Renamed { slot, name });
         self.conns.push(ServerAction::ListChanged);
@@ -675,8 +720,11 @@ impl SlotServerCore {
             player.name,
             player.addr
         );
-        let (ip, port) = (player.addr, player.game_port);
-        self.broadcast_except(slot, |ext| text::remove_player(ip, ext.then_some(port)));
+        let (design_ip, (ip, port)) = (player.addr, player.game_addr());
+        self.broadcast_except(slot, |ext| match ext {
+            true => text::remove_player(ip, Some(port)),
+            false => text::remove_player(design_ip, None),
+        });
         self.roster.push_back(RosterChange::Left {
             slot,
             reason: reason.to_string(),
@@ -718,11 +766,15 @@ impl SlotServerCore {
 
 /// The `add` line about `player` for a receiver.
 fn add_line(player: &PlayerRecord, receiver_extended: bool) -> String {
-    let ext = receiver_extended.then_some(text::PlayerExtension {
-        port: player.game_port,
+    if !receiver_extended {
+        return text::add_player(player.addr, &player.name, player.slot, None);
+    }
+    let (ip, port) = player.game_addr();
+    let ext = text::PlayerExtension {
+        port,
         token: player.token,
-    });
-    text::add_player(player.addr, &player.name, player.slot, ext)
+    };
+    text::add_player(ip, &player.name, player.slot, Some(ext))
 }
 
 /// Replace control characters by spaces and cut to `max` bytes (on a character boundary).

@@ -68,6 +68,8 @@ pub trait TextServerCore {
     }
     /// Remove a player the UDP service found silent.
     fn remove_slot(&mut self, _now: Instant, _slot: u8, _reason: &str) {}
+    /// The UDP service now hears the player in `slot` at another address.
+    fn player_moved(&mut self, _slot: u8, _to: std::net::SocketAddr) {}
     /// `(players, max players)`, told to masterservers; `None` for a core without players.
     fn occupancy(&self) -> Option<(u16, u16)> {
         None
@@ -136,6 +138,9 @@ impl TextServerCore for SlotServerCore {
     }
     fn remove_slot(&mut self, now: Instant, slot: u8, reason: &str) {
         SlotServerCore::remove_slot(self, now, slot, reason)
+    }
+    fn player_moved(&mut self, slot: u8, to: std::net::SocketAddr) {
+        SlotServerCore::player_moved(self, slot, to)
     }
     fn occupancy(&self) -> Option<(u16, u16)> {
         Some((

@@ -585,6 +585,19 @@ impl Session {
         true
     }
 
+    /// A gameserver says the player in `slot` (with `token`) now plays from `node`: its table
+    /// entry shows it there; nothing else changes (the server relays its packets). False if no
+    /// such player is seated.
+    pub fn player_moved(&mut self, slot: u8, token: u32, node: Node) -> bool {
+        match self.players.get_mut(slot) {
+            Some(player) if token != 0 && player.token == token => {
+                player.node = node;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The slot of the remote player at `node`, if any.
     pub fn slot_at(&self, node: &Node) -> Option<u8> {
         self.players
