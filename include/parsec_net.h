@@ -335,7 +335,8 @@ typedef struct NET_ServerInfo {
    */
   char url[NET_SERVER_URL_LEN];
   /**
-   * "IP:PORT" ("[IP]:PORT" for IPv6) to connect to (port 0: the server did not say).
+   * "IP:PORT" ("[IP]:PORT" for IPv6) to connect to; the IP alone when the server did not say
+   * its port (`port` 0): connecting to the IP uses the protocol's default port.
    */
   char address[NET_SERVER_ADDRESS_LEN];
   /**

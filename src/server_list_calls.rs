@@ -30,7 +30,8 @@ pub struct NET_ServerInfo {
     pub os: [c_char; NET_SERVER_NAME_LEN],
     /// A page about it (at most 127 bytes; "-" when it gave none).
     pub url: [c_char; NET_SERVER_URL_LEN],
-    /// "IP:PORT" ("[IP]:PORT" for IPv6) to connect to (port 0: the server did not say).
+    /// "IP:PORT" ("[IP]:PORT" for IPv6) to connect to; the IP alone when the server did not say
+    /// its port (`port` 0): connecting to the IP uses the protocol's default port.
     pub address: [c_char; NET_SERVER_ADDRESS_LEN],
     /// "slotserver", "gameserver" or "unknown".
     pub kind: [c_char; NET_SERVER_KIND_LEN],

@@ -154,3 +154,43 @@ fn exec_servers_with_no_masterserver_listening_fails_in_one_line() {
         "{text}"
     );
 }
+
+#[test]
+fn a_server_registered_with_the_design_join_line_is_listed_at_its_ip_and_connect_uses_the_default_port(
+) {
+    let master = Master::start();
+    let mut server = TcpStream::connect(master.addr).unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // Exactly the design's line: no ` port:` extension.
+    server
+        .write_all(
+            b"version: 1.0 join me: Old Timer os: linux maxplayers: 8 url: http://old.example/\n",
+        )
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&server).read_line(&mut line).unwrap();
+    assert_eq!(line, "join accepted\n");
+
+    let out = console(&format!(
+        "net.master {}; servers; net.subsys gameserver; connect 127.0.0.1",
+        master.addr
+    ));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("Old Timer "))
+        .unwrap_or_else(|| panic!("no server line in {text}"));
+    assert!(row.contains("  127.0.0.1  "), "the IP alone: {row}");
+    assert!(!text.contains("127.0.0.1:0"), "{text}");
+    assert!(
+        text.contains("(an address without a port: that server did not say its port;"),
+        "{text}"
+    );
+    // What the note says: `connect IP` goes to the protocol's default port.
+    assert!(
+        text.contains("connecting to the gameserver at 127.0.0.1:6581"),
+        "{text}"
+    );
+}

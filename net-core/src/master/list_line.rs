@@ -35,9 +35,19 @@ pub struct ListedServer {
 }
 
 impl ListedServer {
-    /// `IP:PORT` (`[IP]:PORT` for IPv6): what a player connects to.
+    /// `IP:PORT` (`[IP]:PORT` for IPv6): what a player connects to; the IP alone when the
+    /// server did not say its port (a design join line): `connect IP` then uses the default
+    /// port of the protocol chosen with `net.subsys`.
     pub fn address(&self) -> String {
+        if self.port == 0 {
+            return self.ip.to_string();
+        }
         SocketAddr::new(self.ip, self.port).to_string()
+    }
+
+    /// Whether the server said its TCP port when it registered.
+    pub fn port_known(&self) -> bool {
+        self.port != 0
     }
 
     /// The key under which lists from several masterservers are merged: address and port (and
@@ -115,7 +125,9 @@ fn parse_port(text: &str) -> Option<u16> {
 
 /// A plain-text table of servers for a console: a header, then one line per server with its
 /// name, `P/M` players, kind (a gameserver's UDP port too), address, OS and URL. Each column is
-/// as wide as its widest entry, so the columns line up whatever the addresses are.
+/// as wide as its widest entry, so the columns line up whatever the addresses are. A server
+/// that did not say its port is shown at its IP alone, and a note under the table says what
+/// `connect IP` does then.
 pub fn format_table(servers: &[ListedServer]) -> String {
     if servers.is_empty() {
         return "no servers listed".to_string();
@@ -160,6 +172,15 @@ pub fn format_table(servers: &[ListedServer]) -> String {
         );
     }
     out.pop();
+    if servers.iter().any(|s| !s.port_known()) {
+        use crate::protocol::server_client::{GAMESERVER_TCP_PORT, SLOTSERVER_PORT};
+        let _ = write!(
+            out,
+            "\n(an address without a port: that server did not say its port; `connect IP` uses \
+             the default port of the protocol chosen with net.subsys: slotserver \
+             {SLOTSERVER_PORT}, gameserver {GAMESERVER_TCP_PORT})"
+        );
+    }
     out
 }
 
@@ -199,7 +220,14 @@ mod tests {
             ..s
         };
         assert_eq!(ListedServer::parse_line(&v6.to_line()), Some(v6.clone()));
-        assert_eq!(v6.address(), "[2001:db8::1]:0");
+        // A design join says no port: the address is the IP alone, never a port 0.
+        assert_eq!(v6.address(), "2001:db8::1");
+        assert!(!v6.port_known());
+        let v4 = ListedServer {
+            port: 0,
+            ..sample()
+        };
+        assert_eq!(v4.address(), "192.0.2.7");
     }
 
     #[test]
@@ -227,6 +255,31 @@ mod tests {
         assert!(table.contains("3/16"), "{table}");
         assert!(table.contains("192.0.2.7:6581"), "{table}");
         assert_eq!(format_table(&[]), "no servers listed");
+    }
+
+    #[test]
+    fn a_server_that_said_no_port_is_shown_at_its_ip_with_a_note() {
+        let design = ListedServer {
+            name: "old".into(),
+            ip: "127.0.0.1".parse().unwrap(),
+            port: 0,
+            kind: ServerKind::Unknown,
+            udp_port: 0,
+            ..sample()
+        };
+        let table = format_table(&[sample(), design]);
+        assert!(!table.contains(":0 "), "{table}");
+        let row = table.lines().find(|l| l.starts_with("old")).unwrap();
+        assert!(row.contains("  127.0.0.1  "), "{table}");
+        assert!(
+            table.ends_with(
+                "(an address without a port: that server did not say its port; `connect IP` \
+                 uses the default port of the protocol chosen with net.subsys: slotserver 6582, \
+                 gameserver 6581)"
+            ),
+            "{table}"
+        );
+        assert!(!format_table(&[sample()]).contains("without a port"));
     }
 
     #[test]

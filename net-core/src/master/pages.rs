@@ -107,8 +107,8 @@ impl MasterListing<'_> {
             let _ = write!(
                 out,
                 "{{\"name\": {}, \"players\": {}, \"max_players\": {}, \"os\": {}, \"url\": {}, \
-                 \"address\": {}, \"ip\": {}, \"port\": {}, \"kind\": {}, \"udp_port\": {}, \
-                 \"listed_since\": {}, \"listed_since_unix\": {}}}",
+                 \"address\": {}, \"ip\": {}, \"port\": {}, \"port_known\": {}, \"kind\": {}, \
+                 \"udp_port\": {}, \"listed_since\": {}, \"listed_since_unix\": {}}}",
                 json_string(&s.name),
                 s.players,
                 s.max_players,
@@ -117,6 +117,7 @@ impl MasterListing<'_> {
                 json_string(&s.address()),
                 json_string(&s.ip.to_string()),
                 s.port,
+                s.port_known(),
                 json_string(s.kind.as_str()),
                 s.udp_port,
                 json_string(&utc::rfc3339(entry.since)),
@@ -178,6 +179,38 @@ mod tests {
         assert!(html.contains("192.0.2.1:6581"));
         assert!(html.contains("gameserver (UDP 6522)"));
         assert!(html.contains("M &amp; M"));
+    }
+
+    #[test]
+    fn a_server_that_said_no_port_is_listed_at_its_ip_alone() {
+        let mut design = entry("old", "-");
+        design.server.port = 0;
+        design.server.kind = ServerKind::Unknown;
+        design.server.udp_port = 0;
+        let listing = MasterListing {
+            title: "t",
+            max_servers: 256,
+            servers: vec![&design],
+            generated: SystemTime::UNIX_EPOCH,
+        };
+        let html = listing.to_html();
+        assert!(html.contains("<td>192.0.2.1</td>"), "{html}");
+        assert!(!html.contains("192.0.2.1:0"), "{html}");
+        let json = listing.to_json();
+        assert!(
+            json.contains(
+                "\"address\": \"192.0.2.1\", \"ip\": \"192.0.2.1\", \"port\": 0, \"port_known\": false,"
+            ),
+            "{json}"
+        );
+        let known = entry("new", "-");
+        let listing = MasterListing {
+            servers: vec![&known],
+            ..listing
+        };
+        assert!(listing
+            .to_json()
+            .contains("\"address\": \"192.0.2.1:6581\", \"ip\": \"192.0.2.1\", \"port\": 6581, \"port_known\": true,"));
     }
 
     #[test]
