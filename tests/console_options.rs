@@ -139,3 +139,23 @@ fn a_backend_file_in_the_working_directory_loads_by_its_bare_name() {
     );
     assert!(stdout.contains("libmy_udp_copy.so"), "{stdout}");
 }
+
+#[test]
+fn a_typo_of_a_console_only_command_gets_a_suggestion_too() {
+    let out = console(&["--exec", "wiat 5; qiut; help qiut; EXTI; stauts; fly"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "unknown command 'wiat' (did you mean wait?); usage: help [COMMAND] lists the commands",
+            "unknown command 'qiut' (did you mean quit?); usage: help [COMMAND] lists the commands",
+            "unknown command 'qiut' (did you mean quit?); usage: help [COMMAND] lists the commands",
+            "unknown command 'EXTI' (did you mean exit?); usage: help [COMMAND] lists the commands",
+            "unknown command 'stauts' (did you mean status?); usage: help [COMMAND] lists the commands",
+            "unknown command 'fly'; usage: help [COMMAND] lists the commands",
+        ],
+        "{stdout}"
+    );
+}

@@ -60,7 +60,14 @@ pub fn find_command(name: &str) -> Option<&'static Command> {
 /// The reply to a command word that names no command: the problem, the closest command if one
 /// is near (a typo), and the usage that lists them all.
 pub fn unknown_command(name: &str) -> NetError {
-    let near = suggestion::closest(name, COMMANDS.iter().map(|c| c.name))
+    unknown_command_among(name, std::iter::empty())
+}
+
+/// [`unknown_command`] for a console program that has commands of its own (`more`, e.g.
+/// `parsecnet console`'s `wait` and `quit`): they are suggested like the shared ones.
+pub fn unknown_command_among<'a>(name: &str, more: impl IntoIterator<Item = &'a str>) -> NetError {
+    let names = COMMANDS.iter().map(|c| c.name).chain(more);
+    let near = suggestion::closest(name, names)
         .map(|c| format!(" (did you mean {c}?)"))
         .unwrap_or_default();
     NetError::new(

@@ -25,22 +25,32 @@ pub fn closest<'a>(typed: &str, candidates: impl Iterator<Item = &'a str>) -> Op
         .or_else(|| (prefix_of.len() == 1).then(|| prefix_of[0]))
 }
 
-/// Levenshtein distance over characters.
+/// Edit distance over characters counting insertions, deletions, substitutions and swaps of
+/// two neighbouring characters (`wiat` is one edit from `wait`: the commonest typo), each as
+/// one edit (optimal string alignment).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+    // Three rows: two rows back (for swaps), the previous one and the current one.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (previous[j] + 1)
+                .min(current[j - 1] + 1)
+                .min(previous[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            current[j] = d;
         }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
     }
-    row[b.len()]
+    previous[b.len()]
 }
 
 #[cfg(test)]
@@ -67,5 +77,13 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("abc", "abc"), 0);
+        assert_eq!(
+            edit_distance("wiat", "wait"),
+            1,
+            "a swap of neighbours is one edit"
+        );
+        assert_eq!(edit_distance("qiut", "quit"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("abc", "ca"), 3);
     }
 }

@@ -109,6 +109,19 @@ fn help(sub: &mut Subsystem, args: &str) -> net_core::console::ConsoleReply {
     reply
 }
 
+/// The reply to a word that names no command, shared or console-only: the nearest of all of
+/// them is suggested (`wiat` -> wait, `qiut` -> quit, `stauts` -> status).
+fn unknown_command(word: &str) -> net_core::console::ConsoleReply {
+    let err = net_core::console::unknown_command_among(
+        word,
+        CONSOLE_ONLY.iter().map(|(name, _, _)| *name),
+    );
+    net_core::console::ConsoleReply {
+        output: err.message.clone(),
+        result: Err(err),
+    }
+}
+
 /// The words that complete `line`: the shared commands' completions, plus the console-only
 /// commands as a command word or as the argument of `help`.
 fn completions(line: &str) -> Vec<String> {
@@ -202,11 +215,18 @@ impl Console {
             }
             _ => {}
         }
-        let reply = if word.eq_ignore_ascii_case("help") {
+        let is_help = word.eq_ignore_ascii_case("help");
+        let mut reply = if is_help {
             help(&mut self.sub, args)
         } else {
             self.sub.console_exec(trimmed, Instant::now())
         };
+        if let Err(err) = &reply.result {
+            if err.code == net_core::ErrorCode::UnknownCommand {
+                // The shared commands' suggestion does not know this console's own commands.
+                reply = unknown_command(if is_help { args } else { word });
+            }
+        }
         if reply.result.is_err() {
             self.failures += 1;
         }
