@@ -177,6 +177,13 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         e.console_lines,
         e.game_packets_without_protocol
     );
+    // Why the counted errors happened: the latest message of each kind, once there was one.
+    if let Some(message) = &s.last_send_error {
+        let _ = writeln!(out, "last send error: {message}");
+    }
+    if let Some(message) = &s.last_receive_error {
+        let _ = writeln!(out, "last receive error: {message}");
+    }
     if !protocol_counters.is_empty() {
         let _ = writeln!(out, "protocol counters: {protocol_counters}");
     }

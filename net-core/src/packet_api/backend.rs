@@ -264,13 +264,8 @@ impl Backend {
         // The backend's NUL terminator is trusted only within the buffer.
         buf[buf.len() - 1] = 0;
         // SAFETY: the buffer is NUL-terminated (just ensured).
-        let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
-        let line: String = text
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        let line = line.trim();
-        (!line.is_empty()).then(|| line.to_string())
+        let line = one_line(&unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy());
+        (!line.is_empty()).then_some(line)
     }
 
     /// Print a node as text.
@@ -297,6 +292,17 @@ impl Backend {
         let rc = unsafe { (self.functions.node_compare)(a, b) };
         rc.cmp(&0)
     }
+}
+
+/// A text a backend wrote, as one line: every control character (a line break, a terminal
+/// escape) becomes a space, and surrounding spaces are removed. Backend texts reach `status`,
+/// error messages and the game only through this.
+pub fn one_line(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    line.trim().to_string()
 }
 
 /// `name: reason`, unless the backend already started its message with its name.
@@ -447,10 +453,7 @@ impl BackendSocket {
         let rc = unsafe { write(self.handle, buf.as_mut_ptr(), buf.len()) };
         buf[buf.len() - 1] = 0;
         // SAFETY: buf is NUL-terminated.
-        let line = unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .trim()
-            .to_string();
+        let line = one_line(&unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy());
         (rc, line)
     }
 

@@ -66,12 +66,27 @@ pub struct PacketStats {
     pub lost_on_switch: u64,
     pub switches: u64,
     pub failed_switches: u64,
+    /// The message of the latest send error counted in `send_errors` (the backend's
+    /// `last_error`, or what the core found wrong), one line; `None` until there was one.
+    pub last_send_error: Option<String>,
+    /// The same for `receive_errors`.
+    pub last_receive_error: Option<String>,
 }
 
 impl PacketStats {
     fn count_sent(&mut self, len: usize) {
         self.datagrams_sent += 1;
         self.bytes_sent += len as u64;
+    }
+
+    fn count_send_error(&mut self, err: &NetError) {
+        self.send_errors += 1;
+        self.last_send_error = Some(backend::one_line(&err.message));
+    }
+
+    fn count_receive_error(&mut self, err: &NetError) {
+        self.receive_errors += 1;
+        self.last_receive_error = Some(backend::one_line(&err.message));
     }
 }
 
@@ -98,8 +113,8 @@ fn send_queued(
                 }
                 _ => break,
             },
-            Err(_) => {
-                stats.send_errors += 1;
+            Err(err) => {
+                stats.count_send_error(&err);
                 outgoing.pop_front();
             }
         }
@@ -323,8 +338,8 @@ impl PacketLayer {
                     drained += 1;
                 }
                 Ok(None) => break,
-                Err(_) => {
-                    self.stats.receive_errors += 1;
+                Err(err) => {
+                    self.stats.count_receive_error(&err);
                     break;
                 }
             }
@@ -433,7 +448,7 @@ impl PacketLayer {
                 if err.code == ErrorCode::TooLarge {
                     self.stats.oversize_rejected += 1;
                 } else {
-                    self.stats.send_errors += 1;
+                    self.stats.count_send_error(&err);
                 }
                 Err(err)
             }
@@ -516,7 +531,7 @@ impl PacketLayer {
             }
             Ok(None) => Ok(None),
             Err(err) => {
-                self.stats.receive_errors += 1;
+                self.stats.count_receive_error(&err);
                 Err(err)
             }
         }
