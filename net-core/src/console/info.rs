@@ -72,8 +72,8 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
             Ok(node) => sub.print_node(&node).unwrap_or_else(|e| e.message),
             Err(e) => format!("unknown ({e})"),
         };
-        let port = sub.packets().bound_port().unwrap_or(sub.packets().port());
-        let _ = writeln!(out, "socket: open on port {port}, local node {local}");
+        let port = sub.packets().port_text();
+        let _ = writeln!(out, "socket: open{port}, local node {local}");
         // What the backend says its socket is bound to (an interface, addresses).
         if let Some(binding) = sub.packets().socket_description() {
             let _ = writeln!(out, "binding: {binding}");

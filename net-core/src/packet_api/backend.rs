@@ -457,11 +457,12 @@ impl BackendSocket {
         (rc, line)
     }
 
-    /// The port (or IPX socket number) the socket is bound to (what port 0 became).
-    pub fn bound_port(&self) -> Option<u16> {
+    /// The port (or IPX socket number) the socket is bound to (what port 0 became), or, as
+    /// `Err`, what the backend returned when that is no port (negative, 0, above 65535).
+    pub fn bound_port(&self) -> Result<u16, i32> {
         // SAFETY: handle is live.
         let rc = unsafe { (self.backend.functions.bound_port)(self.handle) };
-        u16::try_from(rc).ok()
+        u16::try_from(rc).ok().filter(|&port| port != 0).ok_or(rc)
     }
 
     fn error_for(&self, rc: i32, what: &str) -> NetError {

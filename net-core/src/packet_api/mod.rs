@@ -132,6 +132,8 @@ pub struct PacketLayer {
     port: u16,
     /// The port the open socket actually got (what 0 became).
     bound_port: Option<u16>,
+    /// What the open socket's `bound_port` returned when that was no port (-1, 70000).
+    bad_bound_port: Option<i32>,
     outgoing: VecDeque<Datagram>,
     incoming: VecDeque<Datagram>,
     /// `net.sim`: the link conditioner on the send and the receive path.
@@ -163,6 +165,7 @@ impl PacketLayer {
             socket_options: String::new(),
             port: DEFAULT_CLIENT_PORT,
             bound_port: None,
+            bad_bound_port: None,
             outgoing: VecDeque::new(),
             incoming: VecDeque::new(),
             send_sim: Conditioner::new(0x5E_4D),
@@ -190,9 +193,22 @@ impl PacketLayer {
         self.port
     }
 
-    /// The port the open socket is bound to, if open.
+    /// The port the open socket is bound to, if open and its backend reported a valid one.
     pub fn bound_port(&self) -> Option<u16> {
         self.bound_port
+    }
+
+    /// Where the open socket is bound, to follow "open" or "active" in `status` and the
+    /// `net.api` reply: ` on port N`, or, when its backend's `bound_port` gave no port, a
+    /// phrase saying so with what it gave.
+    pub fn port_text(&self) -> String {
+        match (self.bound_port, self.bad_bound_port) {
+            (Some(port), _) => format!(" on port {port}"),
+            (None, Some(raw)) => {
+                format!(", but the backend reported no valid port (its bound_port returned {raw})")
+            }
+            (None, None) => format!(" on port {}", self.port),
+        }
     }
 
     /// What the open socket is bound to, as its backend describes it (see
@@ -207,7 +223,16 @@ impl PacketLayer {
     }
 
     fn install_socket(&mut self, socket: BackendSocket, options: String) {
-        self.bound_port = socket.bound_port();
+        (self.bound_port, self.bad_bound_port) = match socket.bound_port() {
+            Ok(port) => (Some(port), None),
+            Err(raw) => {
+                log::warn!(
+                    "{}: bound_port returned {raw}, which is no port",
+                    socket.backend().name()
+                );
+                (None, Some(raw))
+            }
+        };
         self.socket = Some(socket);
         self.socket_options = options;
     }
@@ -261,9 +286,9 @@ impl PacketLayer {
                 self.port = port;
                 self.stats.switches += 1;
                 let mut line = format!(
-                    "packet backend {} active on port {}",
+                    "packet backend {} active{}",
                     self.backend.as_ref().map_or("?", |b| b.name()),
-                    self.bound_port.unwrap_or(port)
+                    self.port_text()
                 );
                 if flushed + lost + drained > 0 {
                     line.push_str(&format!(
@@ -348,6 +373,7 @@ impl PacketLayer {
         self.stats.lost_on_switch += lost;
         self.stats.drained_on_switch += drained;
         self.bound_port = None;
+        self.bad_bound_port = None;
         drop(socket);
         (flushed, lost, drained)
     }
@@ -360,6 +386,7 @@ impl PacketLayer {
     fn close_socket(&mut self) {
         self.socket = None;
         self.bound_port = None;
+        self.bad_bound_port = None;
     }
 
     /// Set the port; an open socket is reopened on it (with the same switch guarantees).
