@@ -268,7 +268,8 @@ impl Backend {
         (!line.is_empty()).then_some(line)
     }
 
-    /// Print a node as text.
+    /// Print a node as text, as one line (see [`one_line`]): what the game gets from
+    /// `NETs_PrintNode` and what `status` and `players` show.
     pub fn print_node(&self, node: &NET_Node) -> NetResult<String> {
         let mut buf = [0 as c_char; 128];
         // SAFETY: valid pointers; the backend writes at most buf.len() bytes.
@@ -281,9 +282,9 @@ impl Backend {
         }
         buf[buf.len() - 1] = 0;
         // SAFETY: buf is NUL-terminated.
-        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned())
+        Ok(one_line(
+            &unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy(),
+        ))
     }
 
     /// Compare two nodes by the backend's total order.
