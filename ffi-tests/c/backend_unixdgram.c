@@ -22,7 +22,8 @@
  * Text forms of a node:
  *   printed: "unix:7001"
  *   parsed:  "unix:7001" or "7001"; "unix:" alone means default_port (the port the core is
- *            configured with) and is refused when that is 0. Anything else is refused.
+ *            configured with) and is refused when that is 0. Anything else is refused, and
+ *            node_parse_error says why ("port 65536 is not 1-65535").
  *
  * Options (key=value lines, from the console variables net.unixdgram.KEY; unknown keys are
  * ignored, an empty value means "not set", the first line of a key wins):
@@ -579,12 +580,30 @@ static int32_t ud_node_print(const struct NET_Node *node, char *out, size_t out_
     return n;
 }
 
+/* Why the latest node_parse failed ("" after a success), for node_parse_error. The core calls
+ * node_parse and node_parse_error back to back, serialized with every other call into this
+ * backend, so one static buffer is enough for it; C99 has no thread-local storage (C11's
+ * _Thread_local would be needed if other code parsed nodes with this backend from several
+ * threads at once). */
+static char ud_parse_error[UD_ERROR_LEN];
+
+/* At most this many bytes of a refused text are quoted in the reason. */
+#define UD_QUOTE_MAX 64
+
+/* The length of [start, end) to quote: at most UD_QUOTE_MAX bytes, as the int printf wants. */
+static int quote_len(const char *start, const char *end)
+{
+    return end - start > UD_QUOTE_MAX ? UD_QUOTE_MAX : (int)(end - start);
+}
+
 static int32_t ud_node_parse(const char *text, uint16_t default_port, struct NET_Node *out)
 {
-    const char *start, *end;
+    const char *start, *end, *digits, *p;
     uint16_t port;
 
+    ud_parse_error[0] = '\0';
     if (text == NULL || out == NULL) {
+        write_text(ud_parse_error, sizeof ud_parse_error, "node_parse: text or out is NULL");
         return NET_BACKEND_ERR_INVALID;
     }
     start = text;
@@ -592,17 +611,44 @@ static int32_t ud_node_parse(const char *text, uint16_t default_port, struct NET
     while (start < end && is_space(*start)) start++;
     while (end > start && is_space(end[-1])) end--;
 
+    digits = start;
     if (end - start >= 5 && memcmp(start, "unix:", 5) == 0) {
-        start += 5;
-        port = start == end ? default_port : parse_port(start, end);
+        digits = start + 5;
+    }
+    if (digits != start && digits == end) {
+        port = default_port;
+        if (port == 0) {
+            write_text(ud_parse_error, sizeof ud_parse_error,
+                       "\"unix:\" alone means the configured port, which is 0 (any)");
+            return NET_BACKEND_ERR_INVALID; /* *out is left untouched */
+        }
     } else {
-        port = parse_port(start, end);
+        port = parse_port(digits, end);
     }
     if (port == 0) {
+        for (p = digits; p < end && *p >= '0' && *p <= '9'; p++) {
+        }
+        if (p == end && end > digits) {
+            write_text(ud_parse_error, sizeof ud_parse_error, "port %.*s is not 1-65535",
+                       quote_len(digits, end), digits);
+        } else {
+            write_text(ud_parse_error, sizeof ud_parse_error,
+                       "\"%.*s\" is neither unix:PORT nor PORT", quote_len(start, end), start);
+        }
         return NET_BACKEND_ERR_INVALID; /* *out is left untouched */
     }
     node_encode(port, out);
     return NET_BACKEND_OK;
+}
+
+/* Why this thread's latest node_parse failed (appended to the vtable after version 1; a backend
+ * may leave it NULL): the line node_parse recorded, 0 after a success. */
+static int32_t ud_node_parse_error(char *out, size_t out_len)
+{
+    if (out == NULL || out_len == 0) {
+        return NET_BACKEND_ERR_INVALID;
+    }
+    return (int32_t)write_text(out, out_len, "%s", ud_parse_error);
 }
 
 static int32_t ud_broadcast_node(void *socket, uint16_t port, struct NET_Node *out)
@@ -682,6 +728,7 @@ static const NET_BackendVTable UD_VTABLE = {
     .local_node = ud_local_node,
     .last_error = ud_last_error,
     .bound_port = ud_bound_port,
+    .node_parse_error = ud_node_parse_error,
     .describe_socket = ud_describe_socket,
 };
 

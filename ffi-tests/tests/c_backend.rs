@@ -89,23 +89,28 @@ fn c_backend_parses_and_prints_its_node_forms() {
             "parsing {text:?}"
         );
     }
-    for text in [
-        "unix:0",
-        "0",
-        "unix:65536",
-        "unix:7001x",
-        "unixx:7001",
-        "udp:7001",
-        "127.0.0.1:7001",
-        "-1",
-        "unix:-1",
-        "garbage",
+    // A refused text gets the core's message and, after it, the backend's reason (its
+    // node_parse_error).
+    for (text, reason) in [
+        ("unix:0", "port 0 is not 1-65535"),
+        ("0", "port 0 is not 1-65535"),
+        ("unix:65536", "port 65536 is not 1-65535"),
+        ("unix:7001x", "\"unix:7001x\" is neither unix:PORT nor PORT"),
+        ("unixx:7001", "\"unixx:7001\" is neither unix:PORT nor PORT"),
+        ("udp:7001", "\"udp:7001\" is neither unix:PORT nor PORT"),
+        (
+            "127.0.0.1:7001",
+            "\"127.0.0.1:7001\" is neither unix:PORT nor PORT",
+        ),
+        ("-1", "\"-1\" is neither unix:PORT nor PORT"),
+        ("unix:-1", "\"unix:-1\" is neither unix:PORT nor PORT"),
+        ("garbage", "\"garbage\" is neither unix:PORT nor PORT"),
     ] {
         let reply = a.call(&format!("peer {text}"), REPLY_TIMEOUT);
-        assert!(
-            reply.starts_with(&format!("err {NET_ERR_PARSE} ")),
-            "parsing {text:?} gave {reply:?}"
+        let want = format!(
+            "err {NET_ERR_PARSE} '{text}' is not an address for the unixdgram backend: {reason}"
         );
+        assert_eq!(reply, want, "parsing {text:?}");
     }
     a.quit(REPLY_TIMEOUT);
 }
@@ -114,9 +119,11 @@ fn c_backend_parses_and_prints_its_node_forms() {
 fn c_backend_without_a_default_port_refuses_a_bare_prefix() {
     let (mut a, _) = endpoint_on_c_backend(0);
     let reply = a.call("peer unix:", REPLY_TIMEOUT);
-    assert!(
-        reply.starts_with(&format!("err {NET_ERR_PARSE} ")),
-        "{reply:?}"
+    assert_eq!(
+        reply,
+        format!(
+            "err {NET_ERR_PARSE} 'unix:' is not an address for the unixdgram backend: \"unix:\" alone means the configured port, which is 0 (any)"
+        )
     );
     a.quit(REPLY_TIMEOUT);
 }
