@@ -84,9 +84,13 @@ pub struct NetError {
 impl NetError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         let mut message = message.into();
-        // Messages are one line: the console and NET_GetLastError show them as such.
-        if message.contains('\n') {
-            message = message.replace('\n', " ");
+        // Messages are one line: the console and NET_GetLastError show them as such. A carriage
+        // return or a terminal escape (from a backend's text, say) would garble that line too.
+        if message.contains(char::is_control) {
+            message = message
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
         }
         NetError { code, message }
     }
@@ -123,5 +127,7 @@ mod tests {
     fn messages_are_single_line() {
         let e = NetError::invalid("first\nsecond");
         assert_eq!(e.message, "first second");
+        let e = NetError::new(ErrorCode::Io, "open: cable\r\nunplugged\x1b[2J");
+        assert_eq!(e.message, "open: cable  unplugged [2J");
     }
 }
