@@ -569,3 +569,45 @@ fn a_client_coming_back_while_its_earlier_self_is_listed_never_gets_its_own_even
         "the resumption ran: {to_new_a:?}"
     );
 }
+
+#[test]
+fn an_ipv4_client_heard_on_a_dual_stack_socket_is_the_client_seated_at_its_ipv4_address() {
+    // A gameserver bound to `::` seats an IPv4 player at a.b.c.d (the TCP side names IPv4
+    // clients as IPv4) but hears its datagrams from ::ffff:a.b.c.d. They are that player's
+    // from its first packet on: not an unknown sender until a second of silence lets it
+    // "move" to the mapped address.
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let mut b = greeted(&mut relay, 1, now);
+    let mapped = |slot: u8| {
+        let std::net::IpAddr::V4(v4) = addr(slot).ip() else {
+            unreachable!("addr() is IPv4")
+        };
+        SocketAddr::new(v4.to_ipv6_mapped().into(), addr(slot).port())
+    };
+    let mut a = Client::new(0);
+    let hello = RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::default()));
+    let p = a.packet(now, PacketType::NodeAlive, None, vec![hello]);
+    relay.handle_datagram(now, mapped(0), &p);
+    let p = a.packet(now, PacketType::NodeAlive, None, vec![text("first")]);
+    relay.handle_datagram(now, mapped(0), &p);
+    let stats = relay.stats();
+    assert_eq!(
+        (stats.unknown_senders, stats.impostors, stats.address_changes),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    relay.handle_timeout(now + Duration::from_millis(50));
+    let texts: Vec<String> = drain_to(&mut relay, &mut b, now + Duration::from_millis(50))
+        .into_iter()
+        .flatten()
+        .filter_map(|d| match d {
+            Delivery::Event {
+                event: RemoteEvent::SendText(t),
+                ..
+            } => Some(String::from_utf8_lossy(t.as_bytes()).into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["first"], "the other player hears it at once");
+}

@@ -75,6 +75,16 @@ pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), H
     Ok((host, port))
 }
 
+/// `HOST:PORT` as a player types it back: an IPv6 address in brackets (`[::1]:6581`), so the
+/// text names one address and port and can be given to `net.server` or `connect` again.
+pub fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// One lookup in progress (or already answered).
 #[derive(Debug)]
 pub struct PendingResolve {
@@ -161,6 +171,14 @@ mod tests {
             split_host_port(":80", 6502).unwrap_err().to_string(),
             "':80' is not HOST[:PORT]"
         );
+    }
+
+    #[test]
+    fn joins_host_and_port_with_ipv6_in_brackets() {
+        for text in ["a.example:7", "127.0.0.1:6581", "[::1]:6581", "[2001:db8::1]:9"] {
+            let (host, port) = split_host_port(text, 1).unwrap();
+            assert_eq!(join_host_port(&host, port), text);
+        }
     }
 
     #[test]

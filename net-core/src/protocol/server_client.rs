@@ -423,7 +423,7 @@ impl ClientProtocol for ServerClient {
             .params
             .as_ref()
             .and_then(|p| p.server.clone())
-            .map(|(h, p)| format!("{h}:{p}"))
+            .map(|(h, p)| crate::master::resolve::join_host_port(&h, p))
             .unwrap_or_default();
         match self.phase {
             Phase::Idle => "not connected".to_string(),

@@ -355,7 +355,11 @@ impl RelayCore {
     }
 
     /// A datagram arrived on the server's UDP port.
+    ///
+    /// An IPv4 client heard on a dual-stack (`::`) socket comes as `::ffff:a.b.c.d`; it is the
+    /// client the TCP side seated at `a.b.c.d` (which it names as IPv4 too), not a stranger.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        let from = SocketAddr::new(from.ip().to_canonical(), from.port());
         self.stats.packets_received += 1;
         let mut events = std::mem::take(&mut self.scratch);
         let packet = match decode_packet(data, &mut events) {

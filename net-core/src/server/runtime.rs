@@ -322,6 +322,18 @@ pub fn run_core<C: TextServerCore>(
     Ok(driver.summary())
 }
 
+/// The address to give the UDP socket bound at `bound` for `to`: the relay names IPv4 clients
+/// by their IPv4 address (see `RelayCore::handle_datagram`), which a dual-stack IPv6 socket
+/// reaches as `::ffff:a.b.c.d` (not every OS takes a plain IPv4 address there).
+fn towards_socket(to: SocketAddr, bound: SocketAddr) -> SocketAddr {
+    match (to, bound) {
+        (SocketAddr::V4(v4), SocketAddr::V6(_)) => {
+            SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+        }
+        _ => to,
+    }
+}
+
 fn io_error(what: &str, e: io::Error) -> NetError {
     NetError::new(ErrorCode::Io, format!("{what}: {e}"))
 }
@@ -924,6 +936,7 @@ impl<C: TextServerCore> Driver<C> {
             }
         }
         while let Some((to, len)) = udp.service.poll_transmit(now, &mut udp.buf) {
+            let to = towards_socket(to, udp.bound);
             let data = &udp.buf[..len.min(udp.buf.len())];
             match udp.socket.send_to(data, to) {
                 Ok(_) => self.counters.udp_datagrams_out += 1,
@@ -1178,5 +1191,25 @@ impl<C: TextServerCore> Driver<C> {
                 .map(|u| u.service.status_lines())
                 .unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::towards_socket;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn an_ipv4_client_is_sent_to_as_mapped_through_an_ipv6_socket() {
+        let v4: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        let v6: SocketAddr = "[::1]:7000".parse().unwrap();
+        let dual: SocketAddr = "[::]:6522".parse().unwrap();
+        let plain: SocketAddr = "0.0.0.0:6522".parse().unwrap();
+        assert_eq!(
+            towards_socket(v4, dual),
+            "[::ffff:127.0.0.1]:7000".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(towards_socket(v6, dual), v6);
+        assert_eq!(towards_socket(v4, plain), v4);
     }
 }

@@ -163,7 +163,8 @@ impl Subsystem {
         self.last_target = target.map(str::to_string);
         Ok(match (server, target) {
             (Some((host, port)), _) => {
-                format!("connecting to the {} at {host}:{port}", self.protocol_kind)
+                let at = crate::master::resolve::join_host_port(&host, port);
+                format!("connecting to the {} at {at}", self.protocol_kind)
             }
             (None, Some(text)) => format!("connecting to {text}"),
             (None, None) => "looking for other players (broadcast)".to_string(),
