@@ -264,6 +264,21 @@ impl GameInterface {
         }
     }
 
+    /// At the end of every frame while recording: what the frame recorded goes to the file (see
+    /// [`DemoRecorder::flush`]). An I/O error stops recording as when writing a record.
+    pub fn flush_recording(&mut self) {
+        let Some(recorder) = self.recorder.as_mut() else {
+            return;
+        };
+        if let Err(err) = recorder.flush() {
+            log::error!("demo recording stopped: {err}");
+            self.recorder = None;
+            self.queue(GameEvent::Error {
+                text: format!("demo recording stopped: {err}"),
+            });
+        }
+    }
+
     /// `record FILE`. `session` is the game's session, if it has one: a recording begun in a
     /// game starts with what the game knows of it (see `record_snapshot`).
     pub fn start_recording(

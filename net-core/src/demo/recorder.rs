@@ -166,6 +166,25 @@ impl DemoRecorder {
         }
     }
 
+    /// Hand what is buffered to the file (once a frame while recording), so a game that is
+    /// killed or crashes leaves a file with every record up to its last frame, which plays and
+    /// reports the missing end record. Not synced: that is for `finish`. An I/O error stops
+    /// recording as in [`DemoRecorder::record`].
+    pub fn flush(&mut self) -> NetResult<()> {
+        let Some(out) = self.out.as_mut() else {
+            return Err(self.stopped_error());
+        };
+        if let Err(e) = out.flush() {
+            let err = io_error("cannot write", &self.path, &e);
+            let reported =
+                NetError::new(ErrorCode::Io, format!("{}; recording stopped", err.message));
+            self.failed = Some(err);
+            self.out = None;
+            return Err(reported);
+        }
+        Ok(())
+    }
+
     /// Write the end record with the time of the last item, flush and sync the file.
     pub fn finish(self) -> NetResult<DemoSummary> {
         let end = self.last;

@@ -370,7 +370,8 @@ impl Subsystem {
     /// pass: the protocol is as the first pass left it at the same `now`, so nothing is due.
     ///
     /// While recording, the frame starts by recording what the game changed of its own since
-    /// the last one (name, ship state, objects), so the demo's lookups keep up with them.
+    /// the last one (name, ship state, objects), so the demo's lookups keep up with them, and
+    /// ends by handing the frame's records to the file (a game killed later leaves them there).
     pub fn maintain(&mut self, now: Instant) {
         self.game.record_own_changes(now);
         let options = self.current_options();
@@ -391,6 +392,7 @@ impl Subsystem {
             self.game.deliver(now, event);
         }
         self.game.advance_playback(now);
+        self.game.flush_recording();
     }
 
     /// Give the session the game's state and object positions, then send every datagram due.
