@@ -130,7 +130,10 @@ impl Player {
                     }
                 }
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    panic!("no line {what}; the console said:\n{}", self.seen.join("\n"))
+                    panic!(
+                        "no line {what}; the console said:\n{}",
+                        self.seen.join("\n")
+                    )
                 }
             }
         }
@@ -198,7 +201,9 @@ fn players_find_and_play_on_a_gameserver_on_ipv6_loopback() {
     bob.send("net.port 0");
     bob.send("name bob");
     bob.send(&format!("connect {game_at}"));
-    bob.expect("of the connection", |l| l == "* connected: you are player 1");
+    bob.expect("of the connection", |l| {
+        l == "* connected: you are player 1"
+    });
     bob.send("join");
     bob.expect("of alice", |l| l == "* alice (player 0) joined the game");
     bob.send("say hello over IPv6");
@@ -225,7 +230,15 @@ fn an_ipv4_and_an_ipv6_player_share_a_game_on_a_dual_stack_gameserver() {
     }
     // Bound to `::`: IPv6, and IPv4 as ::ffff:a.b.c.d (Linux maps by default).
     let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-        .args(["gameserver", "--bind", "::", "--port", "0", "--http-port", "0"])
+        .args([
+            "gameserver",
+            "--bind",
+            "::",
+            "--port",
+            "0",
+            "--http-port",
+            "0",
+        ])
         .args(["--udp-port", "0", "--name", "both"])
         .env("PARSEC_NET_LOG", "off")
         .stdout(Stdio::piped())
@@ -268,7 +281,9 @@ fn an_ipv4_and_an_ipv6_player_share_a_game_on_a_dual_stack_gameserver() {
     six.send("net.port 0");
     six.send("name six");
     six.send(&format!("connect [::1]:{}", game.tcp.port()));
-    six.expect("of the connection", |l| l == "* connected: you are player 1");
+    six.expect("of the connection", |l| {
+        l == "* connected: you are player 1"
+    });
     six.send("join");
     six.send("say hi four");
     four.expect("of six's chat", |l| l == "<six> hi four");

@@ -1433,3 +1433,51 @@ fn a_recording_begun_outside_a_game_holds_no_snapshot() {
         assert_eq!(items, vec![DemoItem::OwnPlayer(None)]);
     }
 }
+
+#[test]
+fn play_is_refused_in_a_game_and_connect_while_a_demo_plays() {
+    // While a demo plays the game sees only the demo: live events would be lost to it while
+    // the others still see the player. So `play` needs the game left, and `connect` the demo
+    // stopped; each says so and changes nothing.
+    let path = TempPath::new("play-in-game");
+    let start = Instant::now();
+    DemoRecorder::create(&path.0, start)
+        .expect("create")
+        .finish()
+        .expect("finish");
+    let (mut sub, _) = loopback_game("ann");
+    console(&mut sub, "connect 127.0.0.1:9");
+    let reply = sub.console_exec(&format!("play {}", path.0.display()), Instant::now());
+    assert_eq!(
+        reply.result.err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        reply.output
+    );
+    assert!(
+        reply
+            .output
+            .starts_with("play: you are connecting to a game (disconnect first: "),
+        "{}",
+        reply.output
+    );
+    assert!(!sub.game().shows_playback());
+    console(&mut sub, "disconnect");
+    console(&mut sub, &format!("play {}", path.0.display()));
+    let reply = sub.console_exec("connect 127.0.0.1:9", Instant::now());
+    assert_eq!(
+        reply.result.err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        reply.output
+    );
+    assert!(
+        reply
+            .output
+            .starts_with("connect: a demo is playing (stop first"),
+        "{}",
+        reply.output
+    );
+    console(&mut sub, "stop");
+    console(&mut sub, "connect 127.0.0.1:9");
+}

@@ -593,7 +593,11 @@ fn an_ipv4_client_heard_on_a_dual_stack_socket_is_the_client_seated_at_its_ipv4_
     relay.handle_datagram(now, mapped(0), &p);
     let stats = relay.stats();
     assert_eq!(
-        (stats.unknown_senders, stats.impostors, stats.address_changes),
+        (
+            stats.unknown_senders,
+            stats.impostors,
+            stats.address_changes
+        ),
         (0, 0, 0),
         "{stats:?}"
     );

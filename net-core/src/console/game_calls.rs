@@ -88,7 +88,7 @@ pub fn record(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
 
 pub fn play(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     let path = demo_path(args)?;
-    sub.game_mut().start_playback(path, now)
+    sub.start_playback(path, now)
 }
 
 pub fn stop(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {

@@ -175,7 +175,12 @@ mod tests {
 
     #[test]
     fn joins_host_and_port_with_ipv6_in_brackets() {
-        for text in ["a.example:7", "127.0.0.1:6581", "[::1]:6581", "[2001:db8::1]:9"] {
+        for text in [
+            "a.example:7",
+            "127.0.0.1:6581",
+            "[::1]:6581",
+            "[2001:db8::1]:9",
+        ] {
             let (host, port) = split_host_port(text, 1).unwrap();
             assert_eq!(join_host_port(&host, port), text);
         }

@@ -99,6 +99,13 @@ impl Subsystem {
                 "already connected or connecting (disconnect first)",
             ));
         }
+        if self.game.shows_playback() {
+            // The game would not see the live game's events (see `start_playback`).
+            return Err(NetError::new(
+                ErrorCode::State,
+                "a demo is playing (stop first: while it plays the game sees only the demo)",
+            ));
+        }
         if self.protocol_kind == ProtocolKind::Peer {
             // A fresh module, so the current net.peer.* timings apply.
             self.protocol = Some(Box::new(PeerProtocol::new(self.settings.peer)));
@@ -351,6 +358,27 @@ impl Subsystem {
             session.set_state_tap(true);
         }
         Ok(line)
+    }
+
+    /// `play FILE`. Refused in a game (or while connecting): while a demo plays the game sees
+    /// only the demo, so the live game's events (players arriving and leaving, chat, kills)
+    /// would be lost to it while the others still see the player in the game.
+    pub fn start_playback(&mut self, path: &Path, now: Instant) -> NetResult<String> {
+        if let Some(protocol) = self.protocol.as_ref().filter(|p| p.is_active()) {
+            let doing = if protocol.session().is_some() {
+                "you are in a game"
+            } else {
+                "you are connecting to a game"
+            };
+            return Err(NetError::new(
+                ErrorCode::State,
+                format!(
+                    "{doing} (disconnect first: while a demo plays the game sees only the demo, \
+                     and would miss the live game's events)"
+                ),
+            ));
+        }
+        self.game.start_playback(path, now)
     }
 
     // ----- the frame --------------------------------------------------------------------------
