@@ -51,6 +51,10 @@ pub struct GameInterface {
     playback_view: bool,
     /// The live game's own slot, from its Connected event to its Disconnected event.
     own_slot: Option<u8>,
+    /// The live game's Disconnected that came while a demo played (the live game was left for
+    /// it, or ended meanwhile): given to the game when the live events show again, so it learns
+    /// it is out of the live game.
+    held_disconnect: Option<GameEvent>,
     /// The own name and ship state as the recording holds them last (while in a game).
     recorded_own: Option<(PlayerName, ShipState)>,
     /// Objects the game created (true) or killed since the frame started, for the recording.
@@ -80,6 +84,7 @@ impl Default for GameInterface {
             playback: PlaybackWorld::default(),
             playback_view: false,
             own_slot: None,
+            held_disconnect: None,
             recorded_own: None,
             own_objects: VecDeque::new(),
             own_objects_dropped: 0,
@@ -146,6 +151,16 @@ impl GameInterface {
             }
         }
         if self.player.is_none() {
+            self.queue(event);
+        } else if matches!(event, GameEvent::Disconnected { .. }) {
+            self.held_disconnect = Some(event);
+        }
+    }
+
+    /// The live events show again (the demo ended or was stopped): the live game's
+    /// Disconnected that came meanwhile is the game's first.
+    fn live_events_resume(&mut self) {
+        if let Some(event) = self.held_disconnect.take() {
             self.queue(event);
         }
     }
@@ -396,6 +411,7 @@ impl GameInterface {
         }
         if let Some(player) = self.player.take() {
             self.playback_view = false;
+            self.live_events_resume();
             return Ok(format!(
                 "stopped playback after {} of {} items",
                 player.items_played(),
@@ -427,6 +443,7 @@ impl GameInterface {
         if finished {
             self.player = None;
             log::info!("demo playback finished");
+            self.live_events_resume();
         }
         finished
     }

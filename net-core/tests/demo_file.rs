@@ -1435,49 +1435,112 @@ fn a_recording_begun_outside_a_game_holds_no_snapshot() {
 }
 
 #[test]
-fn play_is_refused_in_a_game_and_connect_while_a_demo_plays() {
-    // While a demo plays the game sees only the demo: live events would be lost to it while
-    // the others still see the player. So `play` needs the game left, and `connect` the demo
-    // stopped; each says so and changes nothing.
+fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
+    // While a demo plays the game sees only the demo. `play` in a game leaves the game first
+    // (the others see the player go, it is not left in their game unseen), says so, shows the
+    // demo's events exactly as recorded, and the live DISCONNECTED comes when the demo ends.
     let path = TempPath::new("play-in-game");
-    let start = Instant::now();
-    DemoRecorder::create(&path.0, start)
-        .expect("create")
-        .finish()
-        .expect("finish");
-    let (mut sub, _) = loopback_game("ann");
-    console(&mut sub, "connect 127.0.0.1:9");
-    let reply = sub.console_exec(&format!("play {}", path.0.display()), Instant::now());
+    let (mut alice, alice_addr) = loopback_game("alice");
+    let (mut bob, bob_addr) = loopback_game("bob");
+    console(&mut alice, &format!("connect {bob_addr}"));
+    console(&mut bob, &format!("connect {alice_addr}"));
+    let mut live = LiveGame {
+        alice,
+        bob,
+        frame: 0,
+        seen: Vec::new(),
+        bob_events: Vec::new(),
+    };
+    live.run_until("both connect", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            && slot_in(g.bob_events.iter().cloned()).is_some()
+    });
+    let alice_slot = slot_in(live.seen.iter().map(|s| s.event.clone())).expect("alice's slot");
+
+    // Alice records bob's chat line, then stops, still in the game.
+    console(&mut live.alice, &format!("record {}", path.0.display()));
+    let before = live.seen.len();
+    console(&mut live.bob, "say recorded line");
+    live.run_until("bob's line arrives", |g| {
+        g.seen[before..].iter().any(|s| {
+            matches!(
+                s.event,
+                GameEvent::Remote {
+                    event: RemoteEvent::SendText(_),
+                    ..
+                }
+            )
+        })
+    });
+    console(&mut live.alice, "stop");
+    let recorded: Vec<GameEvent> = live.seen[before..]
+        .iter()
+        .map(|s| s.event.clone())
+        .collect();
+
+    let reply = console(&mut live.alice, &format!("play {}", path.0.display()));
+    assert!(
+        reply.starts_with("left the peer game first; playing "),
+        "{reply}"
+    );
+    // Connecting is refused while the demo is shown (its Connected would go unseen).
+    let refused = live
+        .alice
+        .console_exec("connect 127.0.0.1:9", Instant::now());
     assert_eq!(
-        reply.result.err().map(|e| e.code),
+        refused.result.err().map(|e| e.code),
         Some(ErrorCode::State),
         "{}",
-        reply.output
+        refused.output
     );
     assert!(
-        reply
-            .output
-            .starts_with("play: you are connecting to a game (disconnect first: "),
-        "{}",
-        reply.output
-    );
-    assert!(!sub.game().shows_playback());
-    console(&mut sub, "disconnect");
-    console(&mut sub, &format!("play {}", path.0.display()));
-    let reply = sub.console_exec("connect 127.0.0.1:9", Instant::now());
-    assert_eq!(
-        reply.result.err().map(|e| e.code),
-        Some(ErrorCode::State),
-        "{}",
-        reply.output
-    );
-    assert!(
-        reply
+        refused
             .output
             .starts_with("connect: a demo is playing (stop first"),
         "{}",
-        reply.output
+        refused.output
     );
-    console(&mut sub, "stop");
-    console(&mut sub, "connect 127.0.0.1:9");
+
+    // Alice's game sees the demo and then, once it ends, that it is out of the live game; bob
+    // sees alice leave.
+    let mut played = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live.alice.game().is_playing()
+        || !played
+            .iter()
+            .any(|e| matches!(e, GameEvent::Disconnected { .. }))
+        || !live
+            .bob_events
+            .iter()
+            .any(|e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == alice_slot))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{played:#?} {:#?}",
+            live.bob_events
+        );
+        live.alice.maintain(Instant::now());
+        while let Some(event) = live.alice.poll_event() {
+            played.push(event);
+        }
+        live.bob.maintain(Instant::now());
+        while let Some(event) = live.bob.poll_event() {
+            live.bob_events.push(event);
+        }
+        let _ = live.alice.wait(Duration::from_millis(1));
+        let _ = live.bob.wait(Duration::from_millis(1));
+    }
+    let (demo, after) = played.split_at(played.len() - 1);
+    assert_eq!(&demo[demo.len() - recorded.len()..], &recorded[..]);
+    assert!(
+        demo.iter()
+            .all(|e| !matches!(e, GameEvent::Disconnected { .. })),
+        "no live event while the demo plays: {demo:#?}"
+    );
+    assert!(
+        matches!(&after[0], GameEvent::Disconnected { .. }),
+        "{after:#?}"
+    );
+    console(&mut live.alice, "stop");
+    console(&mut live.alice, &format!("connect {bob_addr}"));
 }

@@ -360,25 +360,24 @@ impl Subsystem {
         Ok(line)
     }
 
-    /// `play FILE`. Refused in a game (or while connecting): while a demo plays the game sees
-    /// only the demo, so the live game's events (players arriving and leaving, chat, kills)
-    /// would be lost to it while the others still see the player in the game.
+    /// `play FILE`. In a game (or while connecting) the game is left first, and the reply says
+    /// so: while a demo plays the game sees only the demo, so staying would leave the player in
+    /// the others' game while its events went unseen. The live DISCONNECTED comes when the demo
+    /// ends or is stopped (`GameInterface::deliver` holds it), so the game sees the demo's
+    /// events exactly as recorded and then learns it is out of the live game.
     pub fn start_playback(&mut self, path: &Path, now: Instant) -> NetResult<String> {
-        if let Some(protocol) = self.protocol.as_ref().filter(|p| p.is_active()) {
-            let doing = if protocol.session().is_some() {
-                "you are in a game"
-            } else {
-                "you are connecting to a game"
-            };
-            return Err(NetError::new(
-                ErrorCode::State,
-                format!(
-                    "{doing} (disconnect first: while a demo plays the game sees only the demo, \
-                     and would miss the live game's events)"
-                ),
-            ));
-        }
-        self.game.start_playback(path, now)
+        let line = self.game.start_playback(path, now)?;
+        let Some(protocol) = self.protocol.as_ref().filter(|p| p.is_active()) else {
+            return Ok(line);
+        };
+        let left = if protocol.session().is_some() {
+            format!("left the {} game first; ", self.protocol_kind)
+        } else {
+            format!("stopped connecting ({}) first; ", self.protocol_kind)
+        };
+        self.disconnect_reason(now, "left the game to play a demo")?;
+        self.maintain(now);
+        Ok(left + &line)
     }
 
     // ----- the frame --------------------------------------------------------------------------
