@@ -260,11 +260,21 @@ fn html_and_json_are_served_and_written_to_files() {
         assert_eq!(value["servers"][0]["max_players"], 16);
         assert_eq!(value["servers"][0]["url"], "http://bold.example/?a=1&b=2");
     }
+    assert!(read_text(&html).contains("this page reloads every 30 seconds"));
     drop(master);
     assert!(
         read_text(&html).contains("No servers"),
         "emptied at shutdown"
     );
+    // The emptied list says the masterserver stopped (an empty list alone looks like a
+    // running masterserver nobody registered with).
+    let page = read_text(&html);
+    assert!(
+        page.contains("This masterserver stopped at ") && page.contains("is not running"),
+        "{page}"
+    );
+    let value: serde_json::Value = serde_json::from_str(&read_text(&json)).unwrap();
+    assert_eq!(value["masterserver"]["running"], false);
     let _ = std::fs::remove_dir_all(dir);
 }
 

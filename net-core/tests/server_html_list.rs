@@ -81,6 +81,48 @@ fn html_and_json_lists_follow_joins_and_are_served_over_http() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Regression: the files written when a server stopped showed "0/16 players, No players are
+/// connected", exactly what a running server nobody plays on shows, so an admin (or a visitor
+/// of the published page) could not tell the server was down. The page and the JSON now say
+/// so, and a running server's page says how fresh it is and that it reloads itself.
+#[test]
+fn the_list_written_at_stop_says_the_server_is_not_running() {
+    let dir = temp_dir("html-stopped");
+    let html = dir.join("players.html");
+    let json = dir.join("players.json");
+    let runtime = RuntimeConfig {
+        html_file: Some(html.clone()),
+        json_file: Some(json.clone()),
+        ..RuntimeConfig::new("slotserver", loopback())
+    };
+    let server = TestServer::start_with(test_config(), runtime);
+    let _c = server.joined("sid", 0);
+    wait_for("the player in the files", || {
+        read_text(&html).contains("sid") && read_text(&json).contains("sid")
+    });
+    let page = read_text(&html);
+    assert!(
+        page.contains("this page reloads every 30 seconds"),
+        "{page}"
+    );
+    assert!(!page.contains("id=\"stopped\""), "{page}");
+    let value: serde_json::Value = serde_json::from_str(&read_text(&json)).unwrap();
+    assert_eq!(value["server"]["running"], true);
+
+    server.stop();
+    let page = read_text(&html);
+    assert!(
+        page.contains("<p id=\"stopped\" class=\"stopped\"><strong>This server stopped at "),
+        "{page}"
+    );
+    assert!(page.contains("is not running"), "{page}");
+    assert!(!page.contains("reloads every 30 seconds"), "{page}");
+    let value: serde_json::Value = serde_json::from_str(&read_text(&json)).unwrap();
+    assert_eq!(value["server"]["running"], false);
+    assert_eq!(value["players"].as_array().map(Vec::len), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A slotserver with its HTTP endpoint, and the endpoint's address.
 fn server_with_http() -> (TestServer, std::net::SocketAddr) {
     let runtime = RuntimeConfig {

@@ -580,12 +580,19 @@ impl TextServerCore for MasterCore {
     fn refusal_log(&mut self) -> &mut RefusalLog {
         MasterCore::refusal_log(self)
     }
-    fn render_pages(&self, _kind: &str, _status: &[String], generated: SystemTime) -> Pages {
+    fn render_pages(
+        &self,
+        _kind: &str,
+        _status: &[String],
+        generated: SystemTime,
+        running: bool,
+    ) -> Pages {
         let listing = MasterListing {
             title: &self.config.title,
             max_servers: self.config.max_servers,
             servers: self.servers.values().collect(),
             generated,
+            running,
         };
         Pages {
             html: listing.to_html(),

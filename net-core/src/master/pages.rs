@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use crate::server::html::escape;
+use crate::server::html::{escape, freshness, STYLE};
 use crate::server::listing::json_string;
 use crate::server::utc;
 
@@ -20,6 +20,8 @@ pub struct MasterListing<'a> {
     pub max_servers: usize,
     pub servers: Vec<&'a ListedEntry>,
     pub generated: SystemTime,
+    /// False in the list written when the masterserver stops: the pages say it is not running.
+    pub running: bool,
 }
 
 /// Whether a URL may be a link target.
@@ -37,11 +39,11 @@ impl MasterListing<'_> {
             out,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta http-equiv=\"refresh\" content=\"30\">\n<title>{title}</title>\n\
-             <style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}\
-             td,th{{border:1px solid #999;padding:2px 8px;text-align:left}}</style>\n\
-             </head>\n<body>\n<h1>{title}</h1>\n<p id=\"count\">{count} of at most {max} servers listed</p>\n",
+             <style>{STYLE}</style>\n\
+             </head>\n<body>\n<h1>{title}</h1>\n<p id=\"count\">{count} of at most {max} servers listed</p>\n{fresh}",
             count = self.servers.len(),
             max = self.max_servers,
+            fresh = freshness(self.generated, self.running, "masterserver"),
         );
         if self.servers.is_empty() {
             out.push_str("<p>No servers are listed.</p>\n");
@@ -82,11 +84,7 @@ impl MasterListing<'_> {
             }
             out.push_str("</table>\n");
         }
-        let _ = write!(
-            out,
-            "<p><small>Updated {}</small></p>\n</body>\n</html>\n",
-            utc::rfc3339(self.generated)
-        );
+        out.push_str("</body>\n</html>\n");
         out
     }
 
@@ -95,11 +93,12 @@ impl MasterListing<'_> {
         let mut out = String::with_capacity(256 + self.servers.len() * 320);
         let _ = write!(
             out,
-            "{{\n  \"masterserver\": {{\"title\": {}, \"server_count\": {}, \"max_servers\": {}, \"generated\": {}}},\n  \"servers\": [",
+            "{{\n  \"masterserver\": {{\"title\": {}, \"server_count\": {}, \"max_servers\": {}, \"generated\": {}, \"running\": {}}},\n  \"servers\": [",
             json_string(self.title),
             self.servers.len(),
             self.max_servers,
             json_string(&utc::rfc3339(self.generated)),
+            self.running,
         );
         for (i, entry) in self.servers.iter().enumerate() {
             let s = &entry.server;
@@ -165,6 +164,7 @@ mod tests {
             max_servers: 256,
             servers: vec![&a, &b],
             generated: SystemTime::UNIX_EPOCH,
+            running: true,
         };
         let html = listing.to_html();
         assert!(html.contains(
@@ -192,6 +192,7 @@ mod tests {
             max_servers: 256,
             servers: vec![&design],
             generated: SystemTime::UNIX_EPOCH,
+            running: true,
         };
         let html = listing.to_html();
         assert!(html.contains("<td>192.0.2.1</td>"), "{html}");
@@ -220,6 +221,7 @@ mod tests {
             max_servers: 1,
             servers: vec![],
             generated: SystemTime::UNIX_EPOCH,
+            running: true,
         };
         assert!(listing.to_json().contains("\"servers\": []"));
     }

@@ -38,12 +38,12 @@ pub fn render(listing: &ServerListing) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"refresh\" content=\"30\">\n\
          <title>{name}: players</title>\n\
-         <style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #999;padding:2px 8px;text-align:left}}</style>\n\
-         </head>\n<body>\n<h1>{name}</h1>\n<p>{kind}: {count}/{max} players</p>\n",
+         <style>{STYLE}</style>\n\
+         </head>\n<body>\n<h1>{name}</h1>\n<p>{kind}: {count}/{max} players</p>\n{fresh}",
         kind = escape(&listing.kind),
         count = listing.players.len(),
         max = listing.max_players,
+        fresh = freshness(listing.generated, listing.running, "server"),
     );
     if listing.players.is_empty() {
         out.push_str("<p>No players are connected.</p>\n");
@@ -72,12 +72,32 @@ pub fn render(listing: &ServerListing) -> String {
         }
         out.push_str("</pre>\n");
     }
-    let _ = write!(
-        out,
-        "<p><small>Updated {}</small></p>\n</body>\n</html>\n",
-        utc::rfc3339(listing.generated)
-    );
+    out.push_str("</body>\n</html>\n");
     out
+}
+
+/// The style of the published pages: a bordered table whose cells do not wrap (a time stamp or
+/// `x86_64-linux` broken over two lines is hard to read).
+pub const STYLE: &str = "body{font-family:sans-serif}table{border-collapse:collapse}\
+     td,th{border:1px solid #999;padding:2px 8px;text-align:left;white-space:nowrap}\
+     .stopped{color:#a00}";
+
+/// How fresh a published page is, said at its top: the time it was made and that it reloads
+/// itself, or, for the page written when the server stops, that the server is not running (an
+/// empty list alone would look like a running server nobody plays on). `what` names the
+/// server ("server", "masterserver").
+pub fn freshness(generated: std::time::SystemTime, running: bool, what: &str) -> String {
+    let at = utc::rfc3339(generated);
+    if running {
+        format!(
+            "<p id=\"updated\"><small>List as of {at} (UTC); this page reloads every 30 seconds.</small></p>\n"
+        )
+    } else {
+        format!(
+            "<p id=\"stopped\" class=\"stopped\"><strong>This {what} stopped at {at} (UTC) and is not \
+             running: the list stays empty until it is started again.</strong></p>\n"
+        )
+    }
 }
 
 /// Replace `path` with `contents`: written to a temporary file in the same directory, flushed
@@ -138,6 +158,7 @@ mod tests {
                 .collect(),
             generated: SystemTime::UNIX_EPOCH,
             status: vec![],
+            running: true,
         }
     }
 

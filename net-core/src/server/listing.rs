@@ -22,6 +22,8 @@ pub struct ServerListing {
     pub generated: SystemTime,
     /// Extra status lines (e.g. the gameserver's UDP figures); may be empty.
     pub status: Vec<String>,
+    /// False in the list written when the server stops: the pages say it is not running.
+    pub running: bool,
 }
 
 impl ServerListing {
@@ -30,12 +32,13 @@ impl ServerListing {
         let mut out = String::from("{\n  \"server\": {");
         let _ = write!(
             out,
-            "\"name\": {}, \"kind\": {}, \"player_count\": {}, \"max_players\": {}, \"generated\": {}",
+            "\"name\": {}, \"kind\": {}, \"player_count\": {}, \"max_players\": {}, \"generated\": {}, \"running\": {}",
             json_string(&self.server_name),
             json_string(&self.kind),
             self.players.len(),
             self.max_players,
             json_string(&utc::rfc3339(self.generated)),
+            self.running,
         );
         out.push_str("},\n  \"players\": [");
         for (i, p) in self.players.iter().enumerate() {
@@ -108,6 +111,7 @@ mod tests {
             players: vec![],
             generated: SystemTime::UNIX_EPOCH,
             status: vec![],
+            running: true,
         };
         let json = listing.to_json();
         assert!(json.contains("\"players\": []"), "{json}");

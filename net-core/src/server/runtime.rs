@@ -1041,9 +1041,9 @@ impl<C: TextServerCore> Driver<C> {
             .as_ref()
             .map(|u| u.service.status_lines())
             .unwrap_or_default();
-        self.pages = self
-            .core
-            .render_pages(self.kind, &status, SystemTime::now());
+        self.pages =
+            self.core
+                .render_pages(self.kind, &status, SystemTime::now(), !self.shutting_down);
     }
 
     fn publish(&mut self, now: Instant) {

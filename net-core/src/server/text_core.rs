@@ -48,8 +48,15 @@ pub trait TextServerCore {
     /// of a server's refusal lines. Its summaries are the core's timers (`poll_timeout`).
     fn refusal_log(&mut self) -> &mut RefusalLog;
     /// The published HTML and JSON documents as of now. `kind` is the runtime's server kind,
-    /// `status` extra status lines (a UDP service's figures).
-    fn render_pages(&self, kind: &str, status: &[String], generated: SystemTime) -> Pages;
+    /// `status` extra status lines (a UDP service's figures); `running` is false for the pages
+    /// written when the server stops, which say so.
+    fn render_pages(
+        &self,
+        kind: &str,
+        status: &[String],
+        generated: SystemTime,
+        running: bool,
+    ) -> Pages;
 
     /// The line a connection refused by [`accept`](Self::accept) (a connection limit) gets
     /// before it is closed; `None`: closed without a reply.
@@ -110,7 +117,13 @@ impl TextServerCore for SlotServerCore {
     fn refusal_log(&mut self) -> &mut RefusalLog {
         SlotServerCore::refusal_log(self)
     }
-    fn render_pages(&self, kind: &str, status: &[String], generated: SystemTime) -> Pages {
+    fn render_pages(
+        &self,
+        kind: &str,
+        status: &[String],
+        generated: SystemTime,
+        running: bool,
+    ) -> Pages {
         let config = self.config();
         let listing = ServerListing {
             server_name: config.server_name.clone(),
@@ -119,6 +132,7 @@ impl TextServerCore for SlotServerCore {
             players: self.players().cloned().collect(),
             generated,
             status: status.to_vec(),
+            running,
         };
         Pages {
             html: html::render(&listing),
