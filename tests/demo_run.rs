@@ -1,7 +1,8 @@
 //! `parsecnet demo --duration 20` (the README's main command) exits 0 with a summary showing all
 //! four players saw each other, both switches happened and no reliable event was lost.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
 
 #[test]
 fn the_demo_runs_for_20_seconds_and_every_check_holds() {
@@ -40,6 +41,27 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no trace line in:\n{stdout}"));
     assert!(traced > 100, "only {traced} datagrams traced:\n{stdout}");
+    // Without a terminal the header is printed once: the addresses to open in a browser and
+    // what will happen (it was missing: only the progress lines were printed).
+    for expected in [
+        "server list: http://127.0.0.1:",
+        "player list: http://127.0.0.1:",
+        "at 4 s bravo switches protocol gameserver -> peer",
+        "at 6 s charlie switches backend udp -> the trace plugin",
+        "Ctrl-C ends the run with a summary",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    // The progress lines show each bot's backend too, so charlie's switch is visible.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with('[') && l.contains("charlie gameserver/trace")),
+        "{stdout}"
+    );
     // Progress was visible from the first second (one line a second when not a terminal).
     assert!(
         stdout
@@ -47,4 +69,86 @@ fn the_demo_runs_for_20_seconds_and_every_check_holds() {
             .any(|l| l.starts_with("[  0.") || l.starts_with("[  1.")),
         "{stdout}"
     );
+}
+
+/// Regression: Ctrl-C before the scripted switches were due ended with "protocol switch: no;
+/// backend switch: no", "SOME CHECKS FAILED" and exit status 1, as if the library had failed.
+/// A run stopped by SIGINT now says it was stopped, reports the switches whose time had not
+/// come as not reached, lets what is in flight arrive, and exits 0 when every due check held;
+/// it leaves no process and no temporary directory behind.
+#[test]
+fn ctrl_c_ends_the_demo_with_a_summary_that_fails_nothing_not_yet_due() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+        .args(["demo"])
+        .env("PARSEC_NET_LOG", "off")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("parsecnet runs");
+    let pid = child.id();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    // Wait for the progress line of the second second: the bots are in the game by then.
+    loop {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("read stdout");
+        assert!(n > 0, "the demo ended by itself:\n{seen}");
+        seen.push_str(&line);
+        if line.starts_with("[  2.") {
+            break;
+        }
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "exit {exit:?}\n{seen}\n{stderr}");
+    for expected in [
+        "(stopped by Ctrl-C at ",
+        "lost reliable events: 0",
+        "result: every check",
+    ] {
+        assert!(seen.contains(expected), "missing {expected:?} in:\n{seen}");
+    }
+    assert!(!seen.contains("SOME CHECKS FAILED"), "{seen}");
+    let dir = std::env::temp_dir().join(format!("parsecnet-demo-{pid}"));
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+/// Regression: `--duration 5` (the shortest allowed) ended before the switches were due and
+/// reported "protocol switch: no; backend switch: no", "SOME CHECKS FAILED", exit status 1.
+/// A switch whose time had not come is "not reached", and the run exits 0.
+#[test]
+fn a_short_run_does_not_fail_the_switches_that_were_not_due() {
+    let out = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+        .args(["demo", "--duration", "5"])
+        .env("PARSEC_NET_LOG", "off")
+        .stdin(Stdio::null())
+        .output()
+        .expect("parsecnet runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit {:?}\n{stdout}", out.status);
+    for expected in [
+        "backend switch: not reached (the run ended before it was due)",
+        "result: every check that was due held",
+        "lost reliable events: 0",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
 }

@@ -58,6 +58,8 @@ pub struct Bot {
     pub events_per_s: f64,
     /// Servers in the last list fetched from the masterservers (`servers`), if one came.
     pub servers_found: Option<u32>,
+    /// The bot asked for the server list (its scripted `servers` line ran).
+    pub asked_servers: bool,
 }
 
 impl Bot {
@@ -94,6 +96,7 @@ impl Bot {
             packets_per_s: 0.0,
             events_per_s: 0.0,
             servers_found: None,
+            asked_servers: false,
         })
     }
 
@@ -129,6 +132,7 @@ impl Bot {
         while self.script.front().is_some_and(|s| s.at <= t) {
             let step = self.script.pop_front().expect("front exists");
             let reply = self.sub.console_exec(&step.line, now);
+            self.asked_servers |= step.line == "servers";
             self.last_line = format!(
                 "{}: {}",
                 step.line,

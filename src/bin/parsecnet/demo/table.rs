@@ -74,10 +74,16 @@ pub fn progress_line(elapsed: Duration, bots: &[Bot]) -> String {
                 .protocol_module()
                 .and_then(|p| p.session())
                 .map_or("-".to_string(), |s| s.my_slot().to_string());
+            let backend = b
+                .sub
+                .packets()
+                .backend()
+                .map_or("-".to_string(), |b| b.name().to_string());
             format!(
-                "{} {} slot {} {:.0} pkt/s",
+                "{} {}/{} slot {} {:.0} pkt/s",
                 b.name,
                 b.sub.protocol(),
+                backend,
                 slot,
                 b.packets_per_s
             )
