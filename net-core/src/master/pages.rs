@@ -38,7 +38,7 @@ impl MasterListing<'_> {
         let _ = write!(
             out,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta http-equiv=\"refresh\" content=\"30\">\n<title>{title}</title>\n\
+             <meta http-equiv=\"refresh\" content=\"30\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{title}</title>\n\
              <style>{STYLE}</style>\n\
              </head>\n<body>\n<h1>{title}</h1>\n<p id=\"count\">{count} of at most {max} servers listed</p>\n{fresh}",
             count = self.servers.len(),

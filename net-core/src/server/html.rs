@@ -36,7 +36,7 @@ pub fn render(listing: &ServerListing) -> String {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"refresh\" content=\"30\">\n\
+         <meta http-equiv=\"refresh\" content=\"30\">\n<link rel=\"icon\" href=\"data:,\">\n\
          <title>{name}: players</title>\n\
          <style>{STYLE}</style>\n\
          </head>\n<body>\n<h1>{name}</h1>\n<p>{kind}: {count}/{max} players</p>\n{fresh}",
