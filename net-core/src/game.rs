@@ -261,6 +261,33 @@ impl GameInterface {
         self.player.is_some()
     }
 
+    /// The demo part of `status`: `recording to FILE (N items, S s)`, `playing FILE (N of M
+    /// items)`, `finished playing (...)` while the ended demo is still shown, or `off`.
+    pub fn demo_status(&self) -> String {
+        if let Some(recorder) = &self.recorder {
+            return format!(
+                "recording to {} ({} items, {:.1} s)",
+                recorder.path().display(),
+                recorder.items(),
+                recorder.elapsed().as_secs_f64()
+            );
+        }
+        if let Some(player) = &self.player {
+            let file = player
+                .path()
+                .map_or_else(|| "a demo".to_string(), |p| p.display().to_string());
+            return format!(
+                "playing {file} ({} of {} items)",
+                player.items_played(),
+                player.items_total()
+            );
+        }
+        if self.playback_view {
+            return "finished playing (its players are shown until `stop`)".to_string();
+        }
+        "off".to_string()
+    }
+
     fn record(&mut self, now: Instant, item: DemoItem) {
         let Some(recorder) = self.recorder.as_mut() else {
             return;

@@ -1459,6 +1459,11 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
 
     // Alice records bob's chat line, then stops, still in the game.
     console(&mut live.alice, &format!("record {}", path.0.display()));
+    let status = console(&mut live.alice, "status");
+    assert!(
+        status.contains(&format!("demo recording to {} (", path.0.display())),
+        "{status}"
+    );
     let before = live.seen.len();
     console(&mut live.bob, "say recorded line");
     live.run_until("bob's line arrives", |g| {
@@ -1482,6 +1487,11 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     assert!(
         reply.starts_with("left the peer game first; playing "),
         "{reply}"
+    );
+    let status = console(&mut live.alice, "status");
+    assert!(
+        status.contains(&format!("demo playing {} (", path.0.display())),
+        "{status}"
     );
     // Connecting is refused while the demo is shown (its Connected would go unseen).
     let refused = live
@@ -1541,6 +1551,10 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
         matches!(&after[0], GameEvent::Disconnected { .. }),
         "{after:#?}"
     );
+    let status = console(&mut live.alice, "status");
+    assert!(status.contains("demo finished playing ("), "{status}");
     console(&mut live.alice, "stop");
+    let status = console(&mut live.alice, "status");
+    assert!(status.contains("demo off"), "{status}");
     console(&mut live.alice, &format!("connect {bob_addr}"));
 }

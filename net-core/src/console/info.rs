@@ -197,13 +197,7 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         );
     }
     let g = sub.game().stats();
-    let demo = if sub.game().is_recording() {
-        "recording"
-    } else if sub.game().is_playing() {
-        "playing"
-    } else {
-        "off"
-    };
+    let demo = sub.game().demo_status();
     let _ = writeln!(
         out,
         "events for the game: {} queued, {} polled, {} waiting, {} dropped; demo {demo}",
