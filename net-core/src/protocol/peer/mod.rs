@@ -8,9 +8,10 @@
 //! - **Slot-request loop**: a slave sends SLOT_REQUEST (carrying its whole queue, so no request
 //!   is lost) to its master every `slot_interval`, `slot_tries` times, until a CONNECT_REPLY
 //!   gives it a slot; then it enters the game. If the master stops answering, it gives up with an
-//!   error event. A CONNECT that reaches a slave (sent to its address only) is queued too, so the
-//!   next SLOT_REQUEST carries it to the master; a master still in its connect loop tells each
-//!   requester a forwarded queue names what its broadcast would have (`greet_relayed`).
+//!   error event. A CONNECT that reaches a slave (sent to its address only), or a queue its own
+//!   slave forwards, is queued too and passed on to the master at once (`pass_on_to_master`); a
+//!   master still in its connect loop tells each requester a forwarded queue names what its
+//!   broadcast would have (`greet_relayed`).
 //! - **Temporary master**: a peer whose connect loop ends without yielding assigns slots to
 //!   itself and every queued request, sends each a CONNECT_REPLY with RE_PLAYERLIST, and enters
 //!   the game. After that all peers are equal.
@@ -570,17 +571,25 @@ impl PeerProtocol {
     ) {
         match packet.header.kind {
             PacketType::SlotRequest => {
-                for r in Self::requests_in(events, &from, packet.header.token) {
-                    if r.token != self.my_token() {
-                        self.queue_for_startup(&r);
-                    }
+                // A slave of this slave (a lower peer that met it first) forwards its queue:
+                // pass it on at once too, or the master's greetings to the requesters in it
+                // wait for this peer's next scheduled SLOT_REQUEST.
+                let my_token = self.my_token();
+                let requests: Vec<ConnectRequest> =
+                    Self::requests_in(events, &from, packet.header.token)
+                        .into_iter()
+                        .filter(|r| r.token != my_token)
+                        .collect();
+                for r in &requests {
+                    self.queue_for_startup(r);
                 }
+                self.pass_on_to_master(requests);
             }
             PacketType::Connect => {
                 // A request sent to this slave's address only (`connect HOST:PORT`): its sender
-                // hears nobody else. Keep it; the next SLOT_REQUEST carries it to the master,
-                // which tells the sender (`greet_relayed`). Dropped, the sender would end its
-                // connect loop alone and start a game of its own.
+                // hears nobody else. Keep it and pass it on to the master at once, which tells
+                // the sender (`greet_relayed`). Dropped, the sender would end its connect loop
+                // alone and start a game of its own.
                 let Phase::SlotRequest { master, .. } = self.phase else {
                     return;
                 };
@@ -592,11 +601,15 @@ impl PeerProtocol {
                     self.stats.packets_ignored += 1;
                     return;
                 }
-                for r in Self::requests_in(events, &from, packet.header.token) {
-                    if r.token != my_token {
-                        self.queue_for_startup(&r);
-                    }
+                let requests: Vec<ConnectRequest> =
+                    Self::requests_in(events, &from, packet.header.token)
+                        .into_iter()
+                        .filter(|r| r.token != my_token)
+                        .collect();
+                for r in &requests {
+                    self.queue_for_startup(r);
                 }
+                self.pass_on_to_master(requests);
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
@@ -604,6 +617,32 @@ impl PeerProtocol {
                 self.take_withdrawal(from, &packet.header, events)
             }
             _ => self.stats.packets_ignored += 1,
+        }
+    }
+
+    /// A slave passes requests that reached it (a CONNECT sent to its address, or a queue its
+    /// own slave forwarded) on to its master at once, in an extra SLOT_REQUEST with its own
+    /// request (not counted as one of its `slot_tries`), not only with its next scheduled one:
+    /// the master greets the requesters only when a forwarded queue names them
+    /// (`greet_relayed`), and their connect loops are short. Passing on each repetition gives
+    /// the greeting as many chances as the requester has requests left.
+    fn pass_on_to_master(&mut self, requests: Vec<ConnectRequest>) {
+        let Phase::SlotRequest { master, .. } = self.phase else {
+            return;
+        };
+        let mut forwarded = vec![self.own_request()];
+        forwarded.extend(
+            requests
+                .into_iter()
+                .filter(|r| !self.departed.contains(&r.token) && !self.same_node(&r.node, &master)),
+        );
+        if forwarded.len() > 1 {
+            self.send_oob(
+                master,
+                PacketType::SlotRequest,
+                vec![RemoteEvent::ConnectQueue(forwarded)],
+            );
+            self.stats.requests_forwarded += 1;
         }
     }
 
