@@ -588,3 +588,98 @@ fn peers_leaving_at_random_moments_of_the_startup_leave_no_seat_behind() {
     let (runs, seated) = run_seeds(leaving_at_startup_run);
     assert!(seated * 20 >= runs, "the seated case happens: {seated}");
 }
+
+#[test]
+fn a_slave_whose_master_leaves_the_game_before_seating_it_connects_again_at_once() {
+    // Seen in the randomly timed backend switches of peer_resume.rs (seed 219 and others): a
+    // newcomer A whose requests the players missed yields to a higher newcomer B; the players
+    // seat B, which holds A's request for a moment (it lets them answer first), and B leaves
+    // (its player switches backend). A used to send its slot requests to B's dead node for
+    // `slot_tries` x `slot_interval` (13 s) before giving up; B now tells it, and A starts over.
+    // (The players stand for the game the switching player left; A's requests are cut from them
+    // as long as B is there, as loss did in the seeded runs.)
+    let profile = LinkProfile {
+        latency: Duration::from_millis(2),
+        jitter: Duration::ZERO,
+        loss: 0.0,
+        duplicate: 0.0,
+    };
+    let mut net = game_of(2, profile, 11);
+    let players = [0, 1];
+    let a = net.add_node();
+    let b = net.add_node();
+    for &p in &players {
+        net.set_profile(
+            a,
+            p,
+            LinkProfile {
+                loss: 1.0,
+                ..profile
+            },
+        );
+    }
+    // The players' replies reach B after A's first SLOT_REQUEST: B holds A's request when it
+    // enters the game (and leaves before A's next one).
+    for &p in &players {
+        net.set_profile(
+            p,
+            b,
+            LinkProfile {
+                latency: Duration::from_millis(30),
+                ..profile
+            },
+        );
+    }
+    let mut node = PeerNode::new(a);
+    node.connect(net.now(), 0xA);
+    net.start(a, node);
+    net.run_for(Duration::from_millis(50));
+    let mut node = PeerNode::new(b);
+    node.connect(net.now(), 0xB);
+    net.start(b, node);
+    assert!(
+        run_until(&mut net, Duration::from_secs(3), |net| net
+            .endpoint(b)
+            .unwrap()
+            .proto
+            .is_in_game()),
+        "the players seat B"
+    );
+    let a_state = net.endpoint(a).unwrap().proto.describe();
+    assert!(
+        a_state.starts_with("waiting for a slot"),
+        "A is B's slave: {a_state}"
+    );
+    assert!(
+        net.endpoint(b)
+            .unwrap()
+            .proto
+            .queue()
+            .iter()
+            .any(|r| r.token == 0xA),
+        "B holds A's request"
+    );
+    // B's player switches backend: B leaves the game; A's requests reach the players again.
+    let now = net.now();
+    let peer = net.endpoint_mut(b).unwrap();
+    peer.proto.disconnect(now, "switching").unwrap();
+    peer.drain();
+    net.run_for(Duration::from_millis(5));
+    net.crash(b);
+    for &p in &players {
+        net.set_profile(a, p, profile);
+    }
+    assert!(
+        run_until(&mut net, Duration::from_secs(3), |net| net
+            .endpoint(a)
+            .unwrap()
+            .proto
+            .is_in_game()),
+        "A connects again and is seated: {}",
+        net.endpoint(a).unwrap().proto.describe()
+    );
+    assert!(net.endpoint(a).unwrap().errors().is_empty());
+    for &p in &players {
+        assert!(seats(&net, p, 0xA), "p{p} seats A");
+    }
+}

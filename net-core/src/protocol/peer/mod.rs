@@ -11,7 +11,8 @@
 //!   error event. A CONNECT that reaches a slave (sent to its address only), or a queue its own
 //!   slave forwards, is queued too and passed on to the master at once (`pass_on_to_master`); a
 //!   master still in its connect loop tells each requester a forwarded queue names what its
-//!   broadcast would have (`greet_relayed`).
+//!   broadcast would have (`greet_relayed`). A master that leaves the game holding a slave's
+//!   request sends it its DISCONNECT too, and the slave starts its connect loop over at once.
 //! - **Temporary master**: a peer whose connect loop ends without yielding assigns slots to
 //!   itself and every queued request, sends each a CONNECT_REPLY with RE_PLAYERLIST, and enters
 //!   the game. After that all peers are equal.
@@ -615,6 +616,23 @@ impl PeerProtocol {
             PacketType::ConnectRefused => self.take_refusal(events),
             PacketType::Disconnect if packet.header.sender_slot.is_none() => {
                 self.take_withdrawal(from, &packet.header, events)
+            }
+            PacketType::Disconnect => {
+                // The master left the game before it seated this slave: nobody will answer the
+                // slot requests. Start over at once (the players still in the game answer a
+                // new request) instead of waiting out `slot_tries`.
+                let Phase::SlotRequest { master, .. } = self.phase else {
+                    return;
+                };
+                if !self.same_node(&from, &master) {
+                    self.stats.packets_ignored += 1;
+                    return;
+                }
+                log::info!("peer: the temporary master left; connecting again");
+                self.phase = Phase::Connecting {
+                    tries: 0,
+                    next: now,
+                };
             }
             _ => self.stats.packets_ignored += 1,
         }
@@ -2024,12 +2042,19 @@ impl ClientProtocol for PeerProtocol {
             return Err(crate::protocol::not_in_game_error("disconnect"));
         }
         if self.phase == Phase::InGame {
-            let nodes: Vec<Node> = self
+            let mut nodes: Vec<Node> = self
                 .session
                 .iter()
                 .flat_map(|s| s.players().iter())
                 .map(|p| p.node)
                 .collect();
+            // The requesters this peer still holds: one may be its slave from the startup,
+            // waiting for the slot this peer was to give (it starts over at once when told).
+            for entry in self.queue.iter() {
+                if !nodes.iter().any(|n| self.same_node(n, &entry.node)) {
+                    nodes.push(entry.node);
+                }
+            }
             // Twice: a lost DISCONNECT only costs the others the silence timeout.
             for _ in 0..2 {
                 for node in &nodes {
