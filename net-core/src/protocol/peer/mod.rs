@@ -575,16 +575,7 @@ impl PeerProtocol {
                 // A slave of this slave (a lower peer that met it first) forwards its queue:
                 // pass it on at once too, or the master's greetings to the requesters in it
                 // wait for this peer's next scheduled SLOT_REQUEST.
-                let my_token = self.my_token();
-                let requests: Vec<ConnectRequest> =
-                    Self::requests_in(events, &from, packet.header.token)
-                        .into_iter()
-                        .filter(|r| r.token != my_token)
-                        .collect();
-                for r in &requests {
-                    self.queue_for_startup(r);
-                }
-                self.pass_on_to_master(requests);
+                self.queue_and_pass_on(from, packet.header.token, events);
             }
             PacketType::Connect => {
                 // A request sent to this slave's address only (`connect HOST:PORT`): its sender
@@ -594,23 +585,14 @@ impl PeerProtocol {
                 let Phase::SlotRequest { master, .. } = self.phase else {
                     return;
                 };
-                let my_token = self.my_token();
-                if packet.header.token == my_token
+                if packet.header.token == self.my_token()
                     || self.same_node(&from, &self.my_node)
                     || self.same_node(&from, &master)
                 {
                     self.stats.packets_ignored += 1;
                     return;
                 }
-                let requests: Vec<ConnectRequest> =
-                    Self::requests_in(events, &from, packet.header.token)
-                        .into_iter()
-                        .filter(|r| r.token != my_token)
-                        .collect();
-                for r in &requests {
-                    self.queue_for_startup(r);
-                }
-                self.pass_on_to_master(requests);
+                self.queue_and_pass_on(from, packet.header.token, events);
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
@@ -662,6 +644,20 @@ impl PeerProtocol {
             );
             self.stats.requests_forwarded += 1;
         }
+    }
+
+    /// A waiting slave got connect requests (a CONNECT sent to it, or its own slave's queue):
+    /// keep them for its own SLOT_REQUESTs and pass them on to its master at once.
+    fn queue_and_pass_on(&mut self, from: Node, sender_token: u32, events: &[WireEvent]) {
+        let my_token = self.my_token();
+        let requests: Vec<ConnectRequest> = Self::requests_in(events, &from, sender_token)
+            .into_iter()
+            .filter(|r| r.token != my_token)
+            .collect();
+        for r in &requests {
+            self.queue_for_startup(r);
+        }
+        self.pass_on_to_master(requests);
     }
 
     /// A slave forwarded requests of peers this one may never have heard (they sent their
