@@ -18,9 +18,12 @@
 //!   the server; a closed connection unlists it.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
 use std::time::Duration;
+
+mod support;
+
+use support::processes::ServerProcess;
 
 /// Every read gives up after this long (a missing line fails, it never hangs).
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,71 +35,18 @@ const MESSAGES: [&str; 4] = [
     "Rule three: have fun",
 ];
 
-/// A server process; killed when dropped.
-struct Server {
-    child: Child,
-    tcp: SocketAddr,
-    http: SocketAddr,
+/// A server on 127.0.0.1 with every port chosen by the system.
+fn start(kind: &str, args: &[&str]) -> ServerProcess {
+    let mut all = vec!["--bind", "127.0.0.1", "--port", "0", "--http-port", "0"];
+    all.extend_from_slice(args);
+    ServerProcess::start(kind, &all)
 }
 
-impl Server {
-    fn start(kind: &str, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-            .args([
-                kind,
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--http-port",
-                "0",
-            ])
-            .args(args)
-            .env("PARSEC_NET_LOG", "off")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("parsecnet runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "KIND ['NAME' ]listening on TCP 127.0.0.1:P[, UDP ...], ... http://127.0.0.1:H/..."
-        let address_after = |marker: &str| -> Option<SocketAddr> {
-            let rest = line.split(marker).nth(1)?;
-            rest.split([',', ' ', '/']).next()?.parse().ok()
-        };
-        let (Some(tcp), Some(http)) = (address_after("on TCP "), address_after("http://")) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no addresses in {line:?}");
-        };
-        Server { child, tcp, http }
-    }
-
-    fn client(&self) -> Client {
-        let stream = TcpStream::connect(self.tcp).unwrap();
-        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        Client { stream }
-    }
-
-    /// `GET path` over HTTP/1.0: the head and the body.
-    fn get(&self, path: &str) -> (String, String) {
-        let mut stream = TcpStream::connect(self.http).unwrap();
-        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-        (head.to_string(), body.to_string())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A raw TCP client of `server`'s protocol port.
+fn client(server: &ServerProcess) -> Client {
+    let stream = TcpStream::connect(server.tcp).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    Client { stream }
 }
 
 struct Client {
@@ -179,14 +129,14 @@ fn slot_protocol_byte_for_byte(kind: &str) {
         // Raw TCP clients send no UDP: keep them seated for the whole test.
         args.extend(["--udp-port", "0", "--alive-timeout", "3600"]);
     }
-    let server = Server::start(kind, &args);
+    let server = start(kind, &args);
     let ip = "127.0.0.1";
 
-    let mut alice = server.client();
+    let mut alice = client(&server);
     alice.send_raw(b"version: 1.0 join me: alice os: linux\r\n");
     alice.expect(&refs(&accepted("alice", 0, "Gamma Q")));
 
-    let mut bob = server.client();
+    let mut bob = client(&server);
     bob.ask("version: 1.0 join me: alice os: win", "name already taken");
     bob.send("version: 1.0 join me: bob os: win");
     let mut lines = accepted("bob", 1, "Gamma Q");
@@ -194,7 +144,7 @@ fn slot_protocol_byte_for_byte(kind: &str) {
     bob.expect(&refs(&lines));
     alice.expect(&[&format!("add ip: {ip} name: bob in 1")]);
 
-    let mut carol = server.client();
+    let mut carol = client(&server);
     carol.ask("version: 1.0 join me: carol os: x", "server full");
     carol.ask(
         "version: 2.0 join me: carol os: x",
@@ -225,14 +175,14 @@ fn slot_protocol_byte_for_byte(kind: &str) {
     alice.expect(&[&format!("remove ip: {ip}")]);
 
     // The slot carol's closed connection held is free again.
-    let mut dave = server.client();
+    let mut dave = client(&server);
     dave.send("version: 1.0 join me: dave os: x");
     let mut lines = accepted("dave", 1, "Gamma Q");
     lines.push(format!("add ip: {ip} name: alice in 0"));
     dave.expect(&refs(&lines));
     alice.expect(&[&format!("add ip: {ip} name: dave in 1")]);
 
-    let mut eve = server.client();
+    let mut eve = client(&server);
     eve.send("x".repeat(256).as_str());
     eve.expect(&["you sent an invalid request"]);
     eve.expect_closed();
@@ -269,7 +219,7 @@ fn the_gameserver_answers_every_line_byte_for_byte() {
 }
 
 /// `list servers` (our extension) as the lines between the request and `end of list`.
-fn listed(server: &Server) -> Vec<String> {
+fn listed(server: &ServerProcess) -> Vec<String> {
     let stream = TcpStream::connect(server.tcp).unwrap();
     stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     let mut reader = BufReader::new(stream);
@@ -287,12 +237,12 @@ fn listed(server: &Server) -> Vec<String> {
 
 #[test]
 fn the_masterserver_answers_every_line_byte_for_byte() {
-    let server = Server::start("masterserver", &["--max-servers", "2"]);
+    let server = start("masterserver", &["--max-servers", "2"]);
     let join = |name: &str| {
         format!("version: 1.0 join me: {name} os: linux maxplayers: 16 url: http://{name}.example/")
     };
 
-    let mut gamma = server.client();
+    let mut gamma = client(&server);
     gamma.ask("players: 1 max: 16", "illegal request not processed");
     gamma.send_raw(format!("{}\r\n", join("gamma")).as_bytes());
     gamma.expect(&["join accepted"]);
@@ -300,14 +250,14 @@ fn the_masterserver_answers_every_line_byte_for_byte() {
     gamma.ask("players: 17 max: 16", "illegal request not processed");
     gamma.ask(&join("gamma"), "illegal request not processed");
 
-    let mut delta = server.client();
+    let mut delta = client(&server);
     delta.ask(
         "version: 2.0 join me: delta os: linux maxplayers: 8 url: -",
         "masterserver version incompatible",
     );
     delta.ask("remove me", "you're not even joined");
     delta.ask(&join("delta"), "join accepted");
-    let mut late = server.client();
+    let mut late = client(&server);
     late.ask(&join("late"), "masterserver full");
     late.ask("garbage", "illegal request not processed");
 
