@@ -263,9 +263,15 @@ pub fn one_arg(args: &str) -> NetResult<&str> {
     }
 }
 
+/// The one word of a number argument: a word too many is named like [`one_arg`] does, with
+/// the code of a number that does not parse (`PARSE`, as it had before extra words were named).
+pub fn number_word(args: &str) -> NetResult<&str> {
+    one_arg(args).map_err(|e| NetError::new(crate::error::ErrorCode::Parse, e.message))
+}
+
 /// Parse a whole number argument in `lo..=hi` (one word: an extra one is reported as such).
 pub fn number_in(args: &str, lo: u64, hi: u64, what: &str) -> NetResult<u64> {
-    let args = one_arg(args)?;
+    let args = number_word(args)?;
     if let Ok(negative @ ..0) = args.parse::<i64>() {
         return Err(NetError::invalid(format!(
             "{negative} is outside {lo}-{hi} ({what})"

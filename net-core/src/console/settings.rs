@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::commands::{number_in, one_arg};
+use super::commands::{number_in, number_word, one_arg};
 use crate::error::{ErrorCode, NetError, NetResult};
 use crate::master::resolve::split_host_port;
 use crate::protocol::ProtocolKind;
@@ -36,7 +36,7 @@ pub fn net_port(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> 
     if args.is_empty() {
         return Ok(format!("net.port = {}", sub.packets().port()));
     }
-    let args = one_arg(args)?;
+    let args = number_word(args)?;
     let port: u16 = args.parse().map_err(|_| {
         NetError::new(
             ErrorCode::Parse,
