@@ -438,10 +438,7 @@ int main(void)
 
     expect_code("NET_Init()", NET_Init(), NET_OK);
     expect_code("NET_Init() again", NET_Init(), NET_OK);
-    expect_code("net.udp.bind 127.0.0.1", NET_ConsoleExec("net.udp.bind 127.0.0.1", out,
-                                                          sizeof out), NET_OK);
-    expect_code("net.udp.ipv6 0", NET_ConsoleExec("net.udp.ipv6 0", out, sizeof out), NET_OK);
-    expect_code("net.port 0", NET_ConsoleExec("net.port 0", out, sizeof out), NET_OK);
+    use_udp_on_loopback();
 
     check_console();
     check_nodes(&valid);

@@ -49,10 +49,7 @@ int main(int argc, char **argv)
         return 2;
     }
     expect_code("NET_Init()", NET_Init(), NET_OK);
-    expect_code("net.udp.bind 127.0.0.1",
-                NET_ConsoleExec("net.udp.bind 127.0.0.1", out, sizeof out), NET_OK);
-    expect_code("net.udp.ipv6 0", NET_ConsoleExec("net.udp.ipv6 0", out, sizeof out), NET_OK);
-    expect_code("net.port 0", NET_ConsoleExec("net.port 0", out, sizeof out), NET_OK);
+    use_udp_on_loopback();
 
     switch_and_check(argv[1], NULL, "on port 40002");
     switch_and_check(argv[1], "-1", "reported no valid port (its bound_port returned -1)");

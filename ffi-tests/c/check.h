@@ -96,6 +96,19 @@ static inline void check_sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* Set the UDP backend's options so the socket opens on 127.0.0.1, IPv4 only, on a port the
+ * system chooses (tests run side by side), checking each console line. */
+static inline void use_udp_on_loopback(void)
+{
+    static const char *const lines[] = {"net.udp.bind 127.0.0.1", "net.udp.ipv6 0", "net.port 0"};
+    char out[512];
+    size_t i;
+
+    for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        expect_code(lines[i], NET_ConsoleExec(lines[i], out, sizeof out), NET_OK);
+    }
+}
+
 /* Send `len` bytes of `data` to this instance's own node. Returns 1 if the library took it;
  * explains a failure in `why`. */
 static inline int send_to_self(const unsigned char *data, size_t len, char *why, size_t why_len)

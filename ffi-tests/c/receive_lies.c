@@ -31,10 +31,7 @@ int main(int argc, char **argv)
         return 2;
     }
     expect_code("NET_Init()", NET_Init(), NET_OK);
-    expect_code("net.udp.bind 127.0.0.1",
-                NET_ConsoleExec("net.udp.bind 127.0.0.1", out, sizeof out), NET_OK);
-    expect_code("net.udp.ipv6 0", NET_ConsoleExec("net.udp.ipv6 0", out, sizeof out), NET_OK);
-    expect_code("net.port 0", NET_ConsoleExec("net.port 0", out, sizeof out), NET_OK);
+    use_udp_on_loopback();
     snprintf(line, sizeof line, "net.api %s", argv[1]);
     expect_code("net.api to the lying backend", NET_ConsoleExec(line, out, sizeof out), NET_OK);
 
