@@ -172,6 +172,8 @@ impl RttEstimator {
 pub struct Link {
     config: LinkConfig,
     // --- outgoing ---
+    /// The sequence of this link's first packet (see `starting_at`).
+    first_sequence: u32,
     next_sequence: u32,
     sent: VecDeque<SentPacket>,
     /// The reliable ids of every packet in `sent`, packet after packet in the same order: one
@@ -212,9 +214,19 @@ pub struct Link {
 
 impl Link {
     pub fn new(config: LinkConfig) -> Link {
+        Link::starting_at(config, 1)
+    }
+
+    /// A link whose packets are numbered from `first` (non-zero; 0 is taken as 1). The wire
+    /// lets a sender start anywhere; a mesh session starts each link where no earlier link of
+    /// the node could have reached, so an acknowledgement meant for an earlier link does not
+    /// look like one of this link's (see `acks_this_link`).
+    pub fn starting_at(config: LinkConfig, first: u32) -> Link {
+        let first = first.max(1);
         Link {
             config,
-            next_sequence: 1,
+            first_sequence: first,
+            next_sequence: first,
             sent: VecDeque::with_capacity(SENT_WINDOW),
             sent_ids: VecDeque::new(),
             carried_scratch: Vec::new(),
@@ -252,6 +264,25 @@ impl Link {
     pub fn is_fresh(&self, sequence: u32) -> bool {
         self.latest_received
             .is_none_or(|latest| seq_before(latest, sequence))
+    }
+
+    /// The sequence the next packet gets.
+    pub fn next_sequence(&self) -> u32 {
+        self.next_sequence
+    }
+
+    /// Whether a packet acknowledging `ack` can belong to this link: the acknowledgement names
+    /// a packet this link sent (or none). A packet whose acknowledgement names one this link
+    /// never sent was written for another link of this node: an earlier session at the same
+    /// address (a player that reconnected with a new token), still in flight. Taking it would
+    /// deliver events meant for that session under this link's reliable ids and count this
+    /// link's packets of the same sequence as received, so their events would be acknowledged
+    /// without ever being delivered.
+    pub fn acks_this_link(&self, ack: Option<Ack>) -> bool {
+        ack.is_none_or(|ack| {
+            !seq_before(ack.latest, self.first_sequence)
+                && seq_before(ack.latest, self.next_sequence)
+        })
     }
 
     /// Smoothed round-trip time, once measured.

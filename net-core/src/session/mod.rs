@@ -58,6 +58,20 @@ pub fn may_rebind(
         && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
 }
 
+/// How far past the sequences of its earlier links a new mesh link starts (more than the
+/// acknowledgement window of 32 packets, see `Session::link_start`).
+const LINK_SEQUENCE_GAP: u32 = 64;
+
+/// Where a session's mesh links start numbering (see `Session::link_start`): spread over the
+/// sequence space by the token, so two sessions at one address (a player that reconnected with
+/// a new token) number their packets far apart.
+fn sequence_base(token: u32) -> u32 {
+    let mut x = u64::from(token).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) as u32
+}
+
 /// Most earlier tokens of other players remembered (see `Session::retired_tokens`).
 const MAX_RETIRED_TOKENS: usize = 64;
 
@@ -116,6 +130,10 @@ pub enum Rejection {
     WrongSlot,
     /// A duplicate or stale packet (already handled or too old).
     Duplicate,
+    /// A packet written for an earlier link with the sender (an earlier session of this client
+    /// at the same address): it acknowledges a packet this link never sent (see
+    /// `Link::acks_this_link`).
+    OtherLink,
 }
 
 /// Counters of the session shown by `status`.
@@ -210,6 +228,8 @@ pub struct Session {
     /// Slot and game servers: the others' names come only from the server's lines (see
     /// `take_names_from_server`).
     names_from_server: bool,
+    /// Mesh: the sequences of this session's links so far end before this (see `link_start`).
+    sequence_floor: u32,
     stats: SessionStats,
 }
 
@@ -274,6 +294,7 @@ impl Session {
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
             names_from_server: false,
+            sequence_floor: sequence_base(token),
             stats: SessionStats::default(),
         }
     }
@@ -489,8 +510,10 @@ impl Session {
         });
         let same_player = previous.as_ref().is_some_and(|p| p.token == token);
         if !self.star && !same_player {
+            let start = self.link_start();
             self.remotes.retain(|r| r.slot != Some(slot));
             let mut remote = Remote::new(Some(slot), node, token, self.config.link, now);
+            remote.link = Link::starting_at(self.config.link, start);
             remote.added_at_serial = self.game_event_serial;
             self.remotes.push(remote);
             // Everything this client already said (its name, its join) is repeated to a newcomer.
@@ -506,6 +529,25 @@ impl Session {
         for event in self.early.seated(slot) {
             self.apply_remote_event(slot, event);
         }
+    }
+
+    /// Where a new mesh link starts numbering its packets: past every sequence this session's
+    /// links have used (by more than the acknowledgement window), from a base that depends on
+    /// the session's token. So a packet another player wrote for an earlier session at this
+    /// address acknowledges a sequence this session's link to it never sent (and is refused,
+    /// see `Link::acks_this_link`), and at the other player a late packet of an earlier link of
+    /// this session is older than the new link's by more than the window (dropped as stale).
+    fn link_start(&mut self) -> u32 {
+        let mut floor = self.sequence_floor;
+        for remote in &self.remotes {
+            let next = remote.link.next_sequence();
+            if link::seq_before(floor, next) {
+                floor = next;
+            }
+        }
+        let start = floor.wrapping_add(LINK_SEQUENCE_GAP).max(1);
+        self.sequence_floor = start;
+        start
     }
 
     fn greet(&mut self, slot: u8) {
@@ -540,6 +582,10 @@ impl Session {
         if self.players.remove(slot).is_some() {
             if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
                 let remote = self.remotes.remove(index);
+                let next = remote.link.next_sequence();
+                if link::seq_before(self.sequence_floor, next) {
+                    self.sequence_floor = next;
+                }
                 // It may come back (a backend switch, a dropout): keep what it has not got.
                 Self::park_remote(
                     &mut self.resume,
@@ -799,6 +845,13 @@ impl Session {
         if let Some(slot) = remote.slot {
             if header.sender_slot != Some(slot) {
                 return Err(Rejection::WrongSlot);
+            }
+            if !remote.link.acks_this_link(header.ack) {
+                log::debug!(
+                    "session: slot {slot}: a packet written for an earlier link (ack {:?})",
+                    header.ack
+                );
+                return Err(Rejection::OtherLink);
             }
         }
         let mut deliveries = std::mem::take(&mut self.deliveries);
