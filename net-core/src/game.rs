@@ -341,6 +341,9 @@ impl GameInterface {
                 "a demo is playing (stop first)",
             ));
         }
+        // A file already there is replaced (as a game's quick-save slot would be): the reply
+        // says so, so a player who typed an old demo's name knows it is gone.
+        let replaces = path.is_file();
         self.recorder = Some(DemoRecorder::create(path, now)?);
         self.own_objects.clear();
         match session {
@@ -349,7 +352,15 @@ impl GameInterface {
             }
             _ => self.record_own_player(now),
         }
-        Ok(format!("recording to {}", path.display()))
+        Ok(format!(
+            "recording to {}{}",
+            path.display(),
+            if replaces {
+                " (replacing the file that was there)"
+            } else {
+                ""
+            }
+        ))
     }
 
     /// The start of a recording begun in a game: what the game knows of it, as the records that

@@ -1558,3 +1558,22 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     assert!(status.contains("demo off"), "{status}");
     console(&mut live.alice, &format!("connect {bob_addr}"));
 }
+
+#[test]
+fn record_over_an_existing_file_says_it_replaces_it() {
+    let path = TempPath::new("replaced");
+    let _ = std::fs::remove_file(&path.0);
+    let mut sub = Subsystem::new();
+    let first = console(&mut sub, &format!("record {}", path.0.display()));
+    assert_eq!(first, format!("recording to {}", path.0.display()));
+    console(&mut sub, "stop");
+    let second = console(&mut sub, &format!("record {}", path.0.display()));
+    assert_eq!(
+        second,
+        format!(
+            "recording to {} (replacing the file that was there)",
+            path.0.display()
+        )
+    );
+    console(&mut sub, "stop");
+}
