@@ -258,27 +258,10 @@ pub fn parse_common(
 
 /// `HOST[:PORT]` (IPv6 as `[ADDR]:PORT`), normalized to `HOST:PORT`.
 fn parse_master(text: &str) -> Result<String, String> {
-    let bad = || format!("--master: '{text}' is not HOST[:PORT]");
-    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let (host, after) = rest.split_once(']').ok_or_else(bad)?;
-        match after.strip_prefix(':') {
-            Some(p) => (format!("[{host}]"), p.parse::<u16>().map_err(|_| bad())?),
-            None if after.is_empty() => (format!("[{host}]"), MASTER_PORT),
-            None => return Err(bad()),
-        }
-    } else {
-        match text.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => {
-                (h.to_string(), p.parse::<u16>().map_err(|_| bad())?)
-            }
-            Some(_) => return Err(bad()),
-            None => (text.to_string(), MASTER_PORT),
-        }
-    };
-    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) || port == 0 {
-        return Err(bad());
-    }
-    Ok(format!("{host}:{port}"))
+    // The same reading as the console's `net.master`: a bare IPv6 address (`::1`) is a host.
+    let (host, port) = net_core::master::resolve::split_host_port(text, MASTER_PORT)
+        .map_err(|_| format!("--master: '{text}' is not HOST[:PORT]"))?;
+    Ok(net_core::master::resolve::join_host_port(&host, port))
 }
 
 /// The registration settings for the runtime (`None` without `--master`).
@@ -446,6 +429,8 @@ mod tests {
             "master.example",
             "--master",
             "[::1]:7000",
+            "--master",
+            "::1",
             "--idle-timeout",
             "1.5",
             "--no-http",
@@ -455,7 +440,10 @@ mod tests {
         assert_eq!(o.name, "My Server");
         assert_eq!(o.max_players, 8);
         assert_eq!(o.bind.to_string(), "::1");
-        assert_eq!(o.masters, vec!["master.example:6502", "[::1]:7000"]);
+        assert_eq!(
+            o.masters,
+            vec!["master.example:6502", "[::1]:7000", "[::1]:6502"]
+        );
         assert_eq!(o.idle_timeout, Duration::from_millis(1500));
         assert_eq!(o.http_port, None);
         let r = registration(&o).expect("registration settings");
