@@ -4,7 +4,7 @@
 //! peer does not stop newcomers from being answered and is dropped after the timeout.
 //! Invariants are checked after every simulation step.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod support;
 
@@ -89,7 +89,24 @@ fn startup_run(seed: u64, peers: usize, window: Duration, loss: f64) -> Network<
         loss,
         duplicate: 0.02,
     };
-    let mut net: Network<PeerNode> = Network::new(peers, seed, profile);
+    start_within_and_settle(
+        Network::new(peers, seed, profile),
+        &mut rng,
+        window,
+        |node, now, token| node.connect(now, token),
+    )
+}
+
+/// Start every peer of `net` at a random instant within `window` (`connect` starts one with
+/// its token), then run until everyone agrees on the game (at most 60 s), checking the
+/// invariants at every step.
+fn start_within_and_settle(
+    mut net: Network<PeerNode>,
+    rng: &mut Rng,
+    window: Duration,
+    connect: impl Fn(&mut PeerNode, Instant, u32),
+) -> Network<PeerNode> {
+    let peers = net.len();
     let start = net.now();
     let mut starts: Vec<(Duration, usize)> =
         (0..peers).map(|i| (rng.duration(window), i)).collect();
@@ -97,7 +114,7 @@ fn startup_run(seed: u64, peers: usize, window: Duration, loss: f64) -> Network<
     for (at, index) in starts {
         net.run_until(start + at, check_invariants);
         let mut node = PeerNode::new(index);
-        node.connect(net.now(), random_token(&mut rng));
+        connect(&mut node, net.now(), random_token(rng));
         net.start(index, node);
     }
     let deadline = start + Duration::from_secs(60);
@@ -400,24 +417,13 @@ fn directed_startup_run(
         loss,
         duplicate: 0.0,
     };
-    let mut net: Network<PeerNode> = Network::new(peers, seed, profile);
-    let start = net.now();
-    let mut starts: Vec<(Duration, usize)> =
-        (0..peers).map(|i| (rng.duration(window), i)).collect();
-    starts.sort();
-    for (at, index) in starts {
-        net.run_until(start + at, check_invariants);
-        let mut node = PeerNode::new(index);
-        // The rendezvous peer's own "broadcast" reaches only itself.
-        node.connect_to(net.now(), random_token(&mut rng), rendezvous);
-        net.start(index, node);
-    }
-    let deadline = start + Duration::from_secs(60);
-    while net.now() < deadline && !everyone_agrees(&net, peers) {
-        let until = net.now() + Duration::from_millis(250);
-        net.run_until(until, check_invariants);
-    }
-    net
+    // The rendezvous peer's own "broadcast" reaches only itself.
+    start_within_and_settle(
+        Network::new(peers, seed, profile),
+        &mut rng,
+        window,
+        |node, now, token| node.connect_to(now, token, rendezvous),
+    )
 }
 
 #[test]
