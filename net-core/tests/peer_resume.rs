@@ -602,6 +602,23 @@ impl Run {
             .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
     }
 
+    /// `who` saw nobody leave and retired no earlier session; with `refused`, it also refused
+    /// at least one claim of an earlier session.
+    #[track_caller]
+    fn assert_kept_everyone(&self, who: usize, refused: bool) {
+        assert!(
+            !self.saw_a_departure(who),
+            "{who}: {:?}",
+            self.players[who].events
+        );
+        let node = self.net.endpoint(self.players[who].node).unwrap();
+        let stats = node.proto.stats();
+        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
+        if refused {
+            assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+        }
+    }
+
     /// Whether the session of `who` seats `token`.
     fn seats(&self, who: usize, token: u32) -> bool {
         self.net
@@ -624,14 +641,7 @@ fn a_stranger_naming_a_live_player_as_its_earlier_session_does_not_remove_it() {
     run.play_for(Duration::from_secs(2));
     for who in [0, 2] {
         assert!(run.seats(who, victim), "{who}: {:?}", run.describe());
-        assert!(
-            !run.saw_a_departure(who),
-            "{who}: {:?}",
-            run.players[who].events
-        );
-        let stats = run.net.endpoint(who).unwrap().proto.stats();
-        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
-        assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+        run.assert_kept_everyone(who, true);
     }
     let (owed, _) = run.drain_and_check("seed 5 (a stranger's claim)", &[]);
     assert!(owed > 0);
@@ -752,18 +762,7 @@ fn a_stranger_naming_a_connecting_newcomer_as_its_earlier_session_does_not_stop_
     assert!(node.errors().is_empty(), "{:?}", node.errors());
     assert!(run.everyone_seats(token), "{:?}", run.describe());
     for who in 0..3 {
-        assert!(
-            !run.saw_a_departure(who),
-            "{who}: {:?}",
-            run.players[who].events
-        );
-        let stats = run
-            .net
-            .endpoint(run.players[who].node)
-            .unwrap()
-            .proto
-            .stats();
-        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
+        run.assert_kept_everyone(who, false);
     }
     let stats = run.net.endpoint(run.players[target].node).unwrap();
     let stats = stats.proto.stats();
@@ -808,19 +807,7 @@ fn a_stranger_naming_a_newcomer_before_its_first_request_arrives_does_not_stop_i
     assert!(node.errors().is_empty(), "{:?}", node.errors());
     assert!(run.everyone_seats(token), "{:?}", run.describe());
     for who in 0..run.players.len() {
-        assert!(
-            !run.saw_a_departure(who),
-            "{who}: {:?}",
-            run.players[who].events
-        );
-        let stats = run
-            .net
-            .endpoint(run.players[who].node)
-            .unwrap()
-            .proto
-            .stats();
-        assert_eq!(stats.earlier_sessions_retired, 0, "{who}: {stats:?}");
-        assert!(stats.earlier_claims_refused >= 1, "{who}: {stats:?}");
+        run.assert_kept_everyone(who, true);
     }
 }
 
