@@ -289,58 +289,75 @@ fn flood_tcp_from(source: Ipv4Addr, server: SocketAddr) {
     }
 }
 
-#[test]
-fn the_runtime_logs_rate_limit_drops_within_the_same_limit() {
-    capture_log();
-    let runtime = RuntimeConfig {
-        udp: Some("127.0.0.1:0".parse().unwrap()),
-        // Bursts of 40 bytes per connection and 2 datagrams per source.
-        limits: RateLimits {
-            tcp_bytes_per_sec: 10,
-            udp_datagrams_per_sec: 1,
-            udp_bytes_per_sec: 1 << 20,
-        },
-        ..RuntimeConfig::new("gameserver", "127.0.0.1:0".parse().unwrap())
-    };
+/// Limits every client exceeds at once: bursts of 40 bytes per connection and 2 datagrams
+/// per UDP source.
+fn tight_limits() -> RateLimits {
+    RateLimits {
+        tcp_bytes_per_sec: 10,
+        udp_datagrams_per_sec: 1,
+        udp_bytes_per_sec: 1 << 20,
+    }
+}
+
+/// Run a slotserver runtime with `runtime` on this thread (whose log lines are captured) while
+/// another thread runs `clients` against its bound addresses; the server stops when `clients`
+/// returns.
+fn run_against(
+    runtime: RuntimeConfig,
+    udp: Option<Box<dyn UdpService>>,
+    clients: impl FnOnce(net_core::server::BoundAddrs) + Send + 'static,
+) -> net_core::server::RunSummary {
     let stop = Arc::new(AtomicBool::new(false));
     let (bound_tx, bound_rx) = mpsc::channel();
     let clients = {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
-            let bound: net_core::server::BoundAddrs = bound_rx.recv().unwrap();
-            let start = Instant::now();
-            // One address, ten connections over the rate: five lines, then its summary.
-            for _ in 0..10 {
-                flood_tcp_from(Ipv4Addr::new(127, 0, 3, 1), bound.tcp);
-            }
-            // Sixty addresses, one connection each: the limit over all addresses.
-            for i in 0..60 {
-                flood_tcp_from(Ipv4Addr::new(127, 0, 1, 1 + i), bound.tcp);
-            }
-            // Sixty UDP sources, each one datagram over its burst.
-            let udp = bound.udp.unwrap();
-            for i in 0..60 {
-                let socket = UdpSocket::bind((Ipv4Addr::new(127, 0, 2, 1 + i), 0)).unwrap();
-                for _ in 0..3 {
-                    socket.send_to(b"flood", udp).unwrap();
-                }
-            }
-            // The periods began after `start`: once they are over, the summaries are logged.
-            let over = start + Duration::from_millis(11_000);
-            std::thread::sleep(over.saturating_duration_since(Instant::now()));
+            clients(bound_rx.recv().unwrap());
             stop.store(true, Ordering::SeqCst);
         })
     };
-    // The server runs on this thread, whose log lines are captured.
     let summary = run(
         runtime,
         SlotServerCore::new(SlotServerConfig::default(), BanList::empty()),
-        Some(Box::new(Quiet)),
+        udp,
         stop,
         move |bound| bound_tx.send(bound).unwrap(),
     )
     .unwrap();
     clients.join().unwrap();
+    summary
+}
+
+#[test]
+fn the_runtime_logs_rate_limit_drops_within_the_same_limit() {
+    capture_log();
+    let runtime = RuntimeConfig {
+        udp: Some("127.0.0.1:0".parse().unwrap()),
+        limits: tight_limits(),
+        ..RuntimeConfig::new("gameserver", "127.0.0.1:0".parse().unwrap())
+    };
+    let summary = run_against(runtime, Some(Box::new(Quiet)), |bound| {
+        let start = Instant::now();
+        // One address, ten connections over the rate: five lines, then its summary.
+        for _ in 0..10 {
+            flood_tcp_from(Ipv4Addr::new(127, 0, 3, 1), bound.tcp);
+        }
+        // Sixty addresses, one connection each: the limit over all addresses.
+        for i in 0..60 {
+            flood_tcp_from(Ipv4Addr::new(127, 0, 1, 1 + i), bound.tcp);
+        }
+        // Sixty UDP sources, each one datagram over its burst.
+        let udp = bound.udp.unwrap();
+        for i in 0..60 {
+            let socket = UdpSocket::bind((Ipv4Addr::new(127, 0, 2, 1 + i), 0)).unwrap();
+            for _ in 0..3 {
+                socket.send_to(b"flood", udp).unwrap();
+            }
+        }
+        // The periods began after `start`: once they are over, the summaries are logged.
+        let over = start + Duration::from_millis(11_000);
+        std::thread::sleep(over.saturating_duration_since(Instant::now()));
+    });
     assert_eq!(summary.counter("tcp_rate_limited"), 70);
     assert_eq!(summary.counter("udp_rate_limited"), 60);
     let log = take_log();
@@ -379,36 +396,16 @@ fn the_runtime_logs_rate_limit_drops_within_the_same_limit() {
 fn a_server_stopping_logs_the_summaries_of_periods_not_yet_over() {
     capture_log();
     let runtime = RuntimeConfig {
-        limits: RateLimits {
-            tcp_bytes_per_sec: 10,
-            udp_datagrams_per_sec: 1,
-            udp_bytes_per_sec: 1 << 20,
-        },
+        limits: tight_limits(),
         ..RuntimeConfig::new("slotserver", "127.0.0.1:0".parse().unwrap())
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let (bound_tx, bound_rx) = mpsc::channel();
-    let clients = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let bound: net_core::server::BoundAddrs = bound_rx.recv().unwrap();
-            // Eight connections over the rate from one address: five lines, three not logged,
-            // then the server stops long before the 10 s period ends.
-            for _ in 0..8 {
-                flood_tcp_from(Ipv4Addr::new(127, 0, 4, 1), bound.tcp);
-            }
-            stop.store(true, Ordering::SeqCst);
-        })
-    };
-    let summary = run(
-        runtime,
-        SlotServerCore::new(SlotServerConfig::default(), BanList::empty()),
-        None,
-        stop,
-        move |bound| bound_tx.send(bound).unwrap(),
-    )
-    .unwrap();
-    clients.join().unwrap();
+    let summary = run_against(runtime, None, |bound| {
+        // Eight connections over the rate from one address: five lines, three not logged,
+        // then the server stops long before the 10 s period ends.
+        for _ in 0..8 {
+            flood_tcp_from(Ipv4Addr::new(127, 0, 4, 1), bound.tcp);
+        }
+    });
     assert_eq!(summary.counter("tcp_rate_limited"), 8);
     let log = take_log();
     let summaries = containing(&log, "not logged");
