@@ -1485,7 +1485,7 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
 
     let reply = console(&mut live.alice, &format!("play {}", path.0.display()));
     assert!(
-        reply.starts_with("left the peer game first; playing "),
+        reply.starts_with("disconnected from the peer game first; playing "),
         "{reply}"
     );
     let status = console(&mut live.alice, "status");

@@ -54,18 +54,7 @@ impl Subsystem {
                 return Err(NetError::invalid("choose peer, slotserver or gameserver"))
             }
         };
-        let mut line = String::new();
-        if self.protocol.as_ref().is_some_and(|p| p.is_active()) {
-            let previous = self.protocol_kind;
-            let in_game = self.session().is_some();
-            self.disconnect_reason(now, &format!("switching protocol to {kind}"))?;
-            self.maintain(now);
-            line.push_str(&if in_game {
-                format!("disconnected from the {previous} game first; ")
-            } else {
-                format!("stopped connecting ({previous}) first; ")
-            });
-        }
+        let mut line = self.leave_first(now, &format!("switching protocol to {kind}"))?;
         self.protocol = Some(module);
         self.protocol_kind = kind;
         // What a backend switch left for its reconnect (which never came) is not for a game of
@@ -367,17 +356,25 @@ impl Subsystem {
     /// events exactly as recorded and then learns it is out of the live game.
     pub fn start_playback(&mut self, path: &Path, now: Instant) -> NetResult<String> {
         let line = self.game.start_playback(path, now)?;
-        let Some(protocol) = self.protocol.as_ref().filter(|p| p.is_active()) else {
-            return Ok(line);
-        };
-        let left = if protocol.session().is_some() {
-            format!("left the {} game first; ", self.protocol_kind)
-        } else {
-            format!("stopped connecting ({}) first; ", self.protocol_kind)
-        };
-        self.disconnect_reason(now, "left the game to play a demo")?;
+        Ok(self.leave_first(now, "left the game to play a demo")? + &line)
+    }
+
+    /// Leave the game (or stop connecting) before a command that needs it left (`net.subsys`,
+    /// `play`), and say so: "disconnected from the peer game first; " or "stopped connecting
+    /// (peer) first; ", or nothing when there was no game.
+    fn leave_first(&mut self, now: Instant, reason: &str) -> NetResult<String> {
+        if !self.protocol.as_ref().is_some_and(|p| p.is_active()) {
+            return Ok(String::new());
+        }
+        let kind = self.protocol_kind;
+        let in_game = self.session().is_some();
+        self.disconnect_reason(now, reason)?;
         self.maintain(now);
-        Ok(left + &line)
+        Ok(if in_game {
+            format!("disconnected from the {kind} game first; ")
+        } else {
+            format!("stopped connecting ({kind}) first; ")
+        })
     }
 
     // ----- the frame --------------------------------------------------------------------------
