@@ -131,8 +131,18 @@ fn ctrl_c_ends_the_demo_with_a_summary_that_fails_nothing_not_yet_due() {
 /// Regression: `--duration 5` (the shortest allowed) ended before the switches were due and
 /// reported "protocol switch: no; backend switch: no", "SOME CHECKS FAILED", exit status 1.
 /// A switch whose time had not come is "not reached", and the run exits 0.
+///
+/// The run also removes the temporary directory a killed run left behind (a second Ctrl-C
+/// exits at once; it was left for good), and leaves a live process's alone.
 #[test]
 fn a_short_run_does_not_fail_the_switches_that_were_not_due() {
+    let mut gone = Command::new("true").spawn().expect("true runs");
+    gone.wait().unwrap();
+    let left_behind = std::env::temp_dir().join(format!("parsecnet-demo-{}", gone.id()));
+    std::fs::create_dir_all(&left_behind).unwrap();
+    std::fs::write(left_behind.join("players.html"), "left by a killed run").unwrap();
+    let live = std::env::temp_dir().join(format!("parsecnet-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
         .args(["demo", "--duration", "5"])
         .env("PARSEC_NET_LOG", "off")
@@ -151,4 +161,7 @@ fn a_short_run_does_not_fail_the_switches_that_were_not_due() {
             "missing {expected:?} in:\n{stdout}"
         );
     }
+    assert!(!left_behind.exists(), "{} left", left_behind.display());
+    assert!(live.exists(), "a live process's directory was removed");
+    std::fs::remove_dir_all(&live).unwrap();
 }

@@ -9,6 +9,7 @@
 mod bot;
 mod servers;
 mod table;
+mod workdir;
 
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
@@ -139,8 +140,7 @@ fn scripts(
 }
 
 fn demo(duration: Option<Duration>) -> Result<bool, String> {
-    let dir = std::env::temp_dir().join(format!("parsecnet-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = workdir::make()?;
     let players_html = dir.join("players.html");
     let servers_html = dir.join("servers.html");
     let stop = Arc::new(AtomicBool::new(false));
