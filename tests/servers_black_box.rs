@@ -17,16 +17,14 @@
 //!   `remove me` both ways; the HTML list shows `P/M` and the URL as a link, the JSON list has
 //!   the server; a closed connection unlists it.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
 mod support;
 
 use support::processes::ServerProcess;
-
-/// Every read gives up after this long (a missing line fails, it never hangs).
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+use support::text_client::{Client, IO_TIMEOUT};
 
 const MESSAGES: [&str; 4] = [
     "Welcome to Gamma",
@@ -44,60 +42,7 @@ fn start(kind: &str, args: &[&str]) -> ServerProcess {
 
 /// A raw TCP client of `server`'s protocol port.
 fn client(server: &ServerProcess) -> Client {
-    let stream = TcpStream::connect(server.tcp).unwrap();
-    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    Client { stream }
-}
-
-struct Client {
-    stream: TcpStream,
-}
-
-impl Client {
-    fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap();
-    }
-
-    fn send(&mut self, line: &str) {
-        self.send_raw(format!("{line}\n").as_bytes());
-    }
-
-    /// Read exactly the bytes of `lines`, each ending in `\n`, and compare them.
-    fn expect(&mut self, lines: &[&str]) {
-        let expected: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let mut got = vec![0u8; expected.len()];
-        let mut filled = 0;
-        while filled < got.len() {
-            match self.stream.read(&mut got[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) => panic!(
-                    "expected {expected:?}, got {:?} then {e}",
-                    String::from_utf8_lossy(&got[..filled])
-                ),
-            }
-        }
-        assert_eq!(
-            String::from_utf8_lossy(&got[..filled]),
-            expected,
-            "bytes received"
-        );
-    }
-
-    fn ask(&mut self, line: &str, reply: &str) {
-        self.send(line);
-        self.expect(&[reply]);
-    }
-
-    /// The connection was closed by the server: end of stream (or a reset) on the next read.
-    fn expect_closed(&mut self) {
-        let mut byte = [0u8; 1];
-        match self.stream.read(&mut byte) {
-            Ok(0) => {}
-            Ok(_) => panic!("more bytes after the last line: {:?}", byte[0] as char),
-            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
-        }
-    }
+    Client::connect(server.tcp)
 }
 
 fn accepted(name: &str, slot: u8, server: &str) -> Vec<String> {

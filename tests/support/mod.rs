@@ -3,3 +3,4 @@
 #![allow(dead_code)]
 
 pub mod processes;
+pub mod text_client;

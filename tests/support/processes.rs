@@ -18,6 +18,8 @@ pub struct ServerProcess {
     pub tcp: SocketAddr,
     /// Where its HTTP lists are served, unless it runs with `--no-http`.
     pub http: Option<SocketAddr>,
+    /// A gameserver's UDP game port.
+    pub udp: Option<SocketAddr>,
 }
 
 impl ServerProcess {
@@ -43,12 +45,18 @@ impl ServerProcess {
         }
         let tcp = address_after(&line, "on TCP ");
         let http = address_after(&line, "http://");
+        let udp = address_after(&line, "UDP ");
         let Some(tcp) = tcp else {
             let _ = child.kill();
             let _ = child.wait();
             panic!("no TCP address in {line:?}");
         };
-        ServerProcess { child, tcp, http }
+        ServerProcess {
+            child,
+            tcp,
+            http,
+            udp,
+        }
     }
 
     /// `GET path` over HTTP/1.0: the head and the body.

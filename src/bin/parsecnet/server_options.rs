@@ -296,11 +296,15 @@ pub fn positive(flag: &str, text: &str) -> Result<usize, String> {
 }
 
 /// The four message lines from a file: up to 4 lines (missing ones are empty), each at most
-/// 255 bytes of text without control characters.
+/// 255 bytes of text without control characters. Blank lines after the fourth (an editor's
+/// trailing empty line) are ignored; a fifth line with text is an error.
 pub fn read_messages(path: &std::path::Path) -> Result<[String; 4], String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("messages file {}: {e}", path.display()))?;
-    let lines: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<&str> = text.lines().collect();
+    while lines.len() > 4 && lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
     if lines.len() > 4 {
         return Err(format!(
             "messages file {}: {} lines; at most 4 are sent",
