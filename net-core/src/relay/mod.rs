@@ -13,7 +13,10 @@
 //!   the pass at once). Laser and missile creations go first, only the newest state per player
 //!   is kept, other events wait at most `event_delay`.
 //! - A relay packet carries one player's state and events, with that player's slot as sender
-//!   slot and the server's token; its sequence and acks belong to the server-client link.
+//!   slot and the server's token; its sequence and acks belong to the server-client link. Each
+//!   new link starts numbering past every earlier one (`LinkNumbering`), and a client's session
+//!   numbers its link from a point its token picks, so a client that reconnects at the same
+//!   address refuses a late packet written for its earlier session.
 //!
 //! Clients are known by slot (from the TCP join) and reached at their address; a packet from an
 //! unknown address whose token and slot match a client moves that client there (NAT rebinding).
@@ -33,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use crate::rmev::{EarlierTokens, RemoteEvent, ResumeStep, MAX_SLOTS};
 use crate::session::resume::is_game_event;
-use crate::session::{Delivery, Link, LinkConfig, PacketMeta, PacketVerdict};
+use crate::session::{Delivery, Link, LinkConfig, LinkNumbering, PacketMeta, PacketVerdict};
 use crate::wire::{decode_packet, PacketType, WireEvent};
 use grid::SpatialGrid;
 use out_buffers::OutBuffers;
@@ -149,6 +152,10 @@ pub struct RelayCore {
     origins: Vec<Option<u8>>,
     /// Links of clients that left, kept for their return.
     resume: RelayResume,
+    /// Where the next client link starts numbering its packets: past every earlier one, so a
+    /// client that reconnects at the same address can tell a late packet written for its
+    /// earlier session from the new link's (see `LinkNumbering`).
+    numbering: LinkNumbering,
 }
 
 impl RelayCore {
@@ -176,6 +183,7 @@ impl RelayCore {
             spare_out: OutBuffers::default(),
             origins: Vec::new(),
             resume: RelayResume::default(),
+            numbering: LinkNumbering::new(config.server_token),
         }
     }
 
@@ -211,6 +219,7 @@ impl RelayCore {
         let Some(mut client) = self.clients.get_mut(slot).and_then(Option::take) else {
             return;
         };
+        self.numbering.retire(&client.link);
         for parked in client.resuming {
             self.resume.park(parked);
         }
@@ -247,7 +256,10 @@ impl RelayCore {
         if usize::from(slot) >= self.clients.len() {
             return;
         }
-        let mut link = Link::new(self.config.link);
+        let start = self
+            .numbering
+            .start(self.clients.iter().flatten().map(|c| &c.link));
+        let mut link = Link::starting_at(self.config.link, start);
         // The relay's hello first: a client coming back answers what it delivered of its old
         // links (the relay's token never changes, so it lists no earlier ones).
         link.queue_event(RemoteEvent::Resume(ResumeStep::Hello(

@@ -58,18 +58,57 @@ pub fn may_rebind(
         && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
 }
 
-/// How far past the sequences of its earlier links a new mesh link starts (more than the
-/// acknowledgement window of 32 packets, see `Session::link_start`).
+/// How far past the sequences of its earlier links a new link starts (more than the
+/// acknowledgement window of 32 packets, see `LinkNumbering`).
 const LINK_SEQUENCE_GAP: u32 = 64;
 
-/// Where a session's mesh links start numbering (see `Session::link_start`): spread over the
-/// sequence space by the token, so two sessions at one address (a player that reconnected with
-/// a new token) number their packets far apart.
+/// Where a sender's links start numbering: spread over the sequence space by the token, so two
+/// sessions at one address (a player that reconnected with a new token) number their packets
+/// far apart.
 fn sequence_base(token: u32) -> u32 {
     let mut x = u64::from(token).wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     (x ^ (x >> 31)) as u32
+}
+
+/// Where each new link of one sender (a session's mesh links, a star session's link to its
+/// server, a relay's links to its clients) starts numbering its packets: past every sequence
+/// the sender's links have used (by more than the acknowledgement window), from a base that
+/// depends on the sender's token. So a packet someone wrote for an earlier session at the same
+/// address acknowledges a sequence the new link never sent (and is refused, see
+/// `Link::acks_this_link`), and a late packet of an earlier link of this sender is older than
+/// the new link's by more than the window (dropped as stale).
+#[derive(Clone, Copy, Debug)]
+pub struct LinkNumbering {
+    /// The sequences of the links so far end before this.
+    floor: u32,
+}
+
+impl LinkNumbering {
+    pub fn new(token: u32) -> LinkNumbering {
+        LinkNumbering {
+            floor: sequence_base(token),
+        }
+    }
+
+    /// The first sequence of a new link, past the sender's `current` links and earlier ones.
+    pub fn start<'a>(&mut self, current: impl IntoIterator<Item = &'a Link>) -> u32 {
+        for link in current {
+            self.retire(link);
+        }
+        let start = self.floor.wrapping_add(LINK_SEQUENCE_GAP).max(1);
+        self.floor = start;
+        start
+    }
+
+    /// A link ends: later links start past its sequences.
+    pub fn retire(&mut self, link: &Link) {
+        let next = link.next_sequence();
+        if link::seq_before(self.floor, next) {
+            self.floor = next;
+        }
+    }
 }
 
 /// Most earlier tokens of other players remembered (see `Session::retired_tokens`).
@@ -228,8 +267,8 @@ pub struct Session {
     /// Slot and game servers: the others' names come only from the server's lines (see
     /// `take_names_from_server`).
     names_from_server: bool,
-    /// Mesh: the sequences of this session's links so far end before this (see `link_start`).
-    sequence_floor: u32,
+    /// Where this session's next link starts numbering.
+    numbering: LinkNumbering,
     stats: SessionStats,
 }
 
@@ -255,9 +294,13 @@ impl Session {
         now: Instant,
     ) -> Session {
         let mut session = Session::new(config, node_eq, me, now, true);
-        session
-            .remotes
-            .push(Remote::new(None, server, server_token, config.link, now));
+        // Numbered from a point the token picks, as a mesh link: a packet the relay wrote for
+        // an earlier session of this client at the same address acknowledges sequences this
+        // link never sent, and is refused (see `accept_packet`).
+        let start = session.link_start();
+        let mut remote = Remote::new(None, server, server_token, config.link, now);
+        remote.link = Link::starting_at(config.link, start);
+        session.remotes.push(remote);
         session
     }
 
@@ -294,7 +337,7 @@ impl Session {
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
             names_from_server: false,
-            sequence_floor: sequence_base(token),
+            numbering: LinkNumbering::new(token),
             stats: SessionStats::default(),
         }
     }
@@ -531,23 +574,9 @@ impl Session {
         }
     }
 
-    /// Where a new mesh link starts numbering its packets: past every sequence this session's
-    /// links have used (by more than the acknowledgement window), from a base that depends on
-    /// the session's token. So a packet another player wrote for an earlier session at this
-    /// address acknowledges a sequence this session's link to it never sent (and is refused,
-    /// see `Link::acks_this_link`), and at the other player a late packet of an earlier link of
-    /// this session is older than the new link's by more than the window (dropped as stale).
+    /// Where a new link of this session starts numbering its packets (see `LinkNumbering`).
     fn link_start(&mut self) -> u32 {
-        let mut floor = self.sequence_floor;
-        for remote in &self.remotes {
-            let next = remote.link.next_sequence();
-            if link::seq_before(floor, next) {
-                floor = next;
-            }
-        }
-        let start = floor.wrapping_add(LINK_SEQUENCE_GAP).max(1);
-        self.sequence_floor = start;
-        start
+        self.numbering.start(self.remotes.iter().map(|r| &r.link))
     }
 
     fn greet(&mut self, slot: u8) {
@@ -582,10 +611,7 @@ impl Session {
         if self.players.remove(slot).is_some() {
             if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
                 let remote = self.remotes.remove(index);
-                let next = remote.link.next_sequence();
-                if link::seq_before(self.sequence_floor, next) {
-                    self.sequence_floor = next;
-                }
+                self.numbering.retire(&remote.link);
                 // It may come back (a backend switch, a dropout): keep what it has not got.
                 Self::park_remote(
                     &mut self.resume,
@@ -846,13 +872,19 @@ impl Session {
             if header.sender_slot != Some(slot) {
                 return Err(Rejection::WrongSlot);
             }
-            if !remote.link.acks_this_link(header.ack) {
-                log::debug!(
-                    "session: slot {slot}: a packet written for an earlier link (ack {:?})",
-                    header.ack
-                );
-                return Err(Rejection::OtherLink);
-            }
+        }
+        // Mesh and star alike: a packet written for an earlier session of this client at this
+        // address (the server's token never changes, a player's may) acknowledges sequences
+        // this link never sent.
+        if !remote.link.acks_this_link(header.ack) {
+            log::debug!(
+                "session: {}: a packet written for an earlier link (ack {:?})",
+                remote
+                    .slot
+                    .map_or_else(|| "server".to_string(), |slot| format!("slot {slot}")),
+                header.ack
+            );
+            return Err(Rejection::OtherLink);
         }
         let mut deliveries = std::mem::take(&mut self.deliveries);
         deliveries.clear();
