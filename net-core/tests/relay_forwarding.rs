@@ -615,3 +615,47 @@ fn an_ipv4_client_heard_on_a_dual_stack_socket_is_the_client_seated_at_its_ipv4_
         .collect();
     assert_eq!(texts, ["first"], "the other player hears it at once");
 }
+
+/// Regression: a player that joined over TCP without our ` token:` extension (the design's join
+/// line, or ` port: P` alone, which the join line allows) is seated with token 0, and every
+/// packet it then sent (with its own non-zero token, as every packet carries one) was refused
+/// as a wrong token: it could never play through the gameserver. Its first packet from its
+/// seated address now sets its token, as a client's session does for a player a server listed
+/// without one; after that, another token from that address is still refused.
+#[test]
+fn a_client_seated_without_a_token_is_known_by_its_first_packets_token() {
+    let now = Instant::now();
+    let mut relay = RelayCore::new(RelayConfig {
+        distance: 0.0,
+        server_token: SERVER_TOKEN,
+        ..RelayConfig::default()
+    });
+    relay.add_client(now, 0, addr(0), 0);
+    relay.add_client(now, 1, addr(1), token(1));
+    let mut b = greeted(&mut relay, 1, now);
+    let mut a = greeted(&mut relay, 0, now);
+    let p = a.packet(now, PacketType::GameState, None, vec![text("hello")]);
+    relay.handle_datagram(now, addr(0), &p);
+    assert_eq!(relay.stats().wrong_tokens, 0, "{:?}", relay.stats());
+    let later = now + Duration::from_millis(50);
+    relay.handle_timeout(later);
+    let texts: Vec<String> = drain_to(&mut relay, &mut b, later)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| match d {
+            Delivery::Event {
+                event: RemoteEvent::SendText(t),
+                ..
+            } => Some(String::from_utf8_lossy(t.as_bytes()).into_owned()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["hello"], "the other player hears it");
+
+    // Its token is now the one it used: a packet from its address with another is refused.
+    let mut impostor = Client::new(0);
+    let mut p = impostor.packet(later, PacketType::GameState, None, vec![text("not me")]);
+    p[20..24].copy_from_slice(&0xDEADu32.to_be_bytes());
+    relay.handle_datagram(later, addr(0), &p);
+    assert_eq!(relay.stats().wrong_tokens, 1, "{:?}", relay.stats());
+}

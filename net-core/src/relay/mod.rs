@@ -390,6 +390,11 @@ impl RelayCore {
             return;
         };
         let client = self.clients[index].as_mut().expect("found above");
+        if client.token == 0 && header.sender_slot == Some(client.slot) {
+            // Joined without our ` token:` extension: its first packet from the address it
+            // was seated at says its token (as a client's session learns a player's).
+            client.token = header.token;
+        }
         if header.token != client.token || header.sender_slot != Some(client.slot) {
             self.stats.wrong_tokens += 1;
             self.scratch = events;
