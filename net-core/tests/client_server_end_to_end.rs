@@ -741,3 +741,99 @@ fn a_player_who_changes_port_in_a_gameserver_game_is_shown_at_the_new_address() 
 fn a_player_who_changes_port_in_a_slotserver_game_is_shown_and_removed_by_the_others() {
     moved_player_is_shown_at_the_new_address_and_still_followed("slotserver");
 }
+
+#[test]
+fn a_name_chosen_while_connecting_to_a_server_is_asked_of_it_once_seated() {
+    for protocol in ["slotserver", "gameserver"] {
+        let (server, mut players) = two_seated_players_on(protocol, ["hal", "ivy"]);
+        // jo renames itself before the server seated it: its join line said "jo".
+        let mut jo = client("jo", protocol, server.addrs.tcp);
+        let reply = console(&mut jo, "name joan");
+        assert!(reply.starts_with("name = joan"), "{protocol}: {reply}");
+        players.push(Player {
+            sub: jo,
+            events: Vec::new(),
+        });
+        let seen = run_frames(&mut players, Duration::from_secs(10), |ps| {
+            ps[2].slot().is_some_and(|slot| {
+                ps[..2].iter().all(|p| {
+                    p.sub
+                        .player_name(slot)
+                        .is_some_and(|n| n.to_string() == "joan")
+                })
+            })
+        });
+        assert!(
+            seen,
+            "{protocol}: the others never saw jo's new name: {:?}",
+            players[0].events
+        );
+        let slot = players[2].slot().unwrap();
+        assert_eq!(console(&mut players[2].sub, "name"), "name = joan");
+        run_frames(&mut players, Duration::from_millis(300), |_| false);
+        assert_eq!(
+            heard_about(&players[0], slot),
+            ["connected jo", "name joan"],
+            "{protocol}"
+        );
+        drop(players);
+        drop(server);
+    }
+}
+
+#[test]
+fn a_name_a_server_cannot_take_is_refused_at_once_and_the_old_one_stays() {
+    for protocol in ["slotserver", "gameserver"] {
+        let (server, mut players) = two_seated_players_on(protocol, ["kim", "lou"]);
+        let lou = players[1].slot().unwrap();
+        // In the game: refused by the command itself, with the reason (before, the server's
+        // "you sent an invalid request" went unanswered and lou called itself Lóu alone).
+        let reply = players[1].sub.console_exec("name Lóu", Instant::now());
+        assert_eq!(
+            reply.result.map_err(|e| e.code),
+            Err(net_core::ErrorCode::InvalidArgument),
+            "{protocol}: {}",
+            reply.output
+        );
+        assert!(
+            reply.output.contains("printable ASCII") && reply.output.contains("usage: name NAME"),
+            "{protocol}: {}",
+            reply.output
+        );
+        assert_eq!(console(&mut players[1].sub, "name"), "name = lou");
+        // While connecting: the player is told once seated, and the name in use stays.
+        let mut max = client("max", protocol, server.addrs.tcp);
+        console(&mut max, "name Mäx");
+        players.push(Player {
+            sub: max,
+            events: Vec::new(),
+        });
+        let error = |p: &Player| {
+            p.events.iter().find_map(|e| match e {
+                GameEvent::Error { text } => Some(text.clone()),
+                _ => None,
+            })
+        };
+        assert!(
+            run_frames(&mut players, Duration::from_secs(10), |ps| error(&ps[2])
+                .is_some()),
+            "{protocol}: {:?}",
+            players[2].events
+        );
+        let text = error(&players[2]).unwrap();
+        assert!(
+            text.contains("printable ASCII") && text.contains("your name stays 'max'"),
+            "{protocol}: {text}"
+        );
+        assert!(players[2].slot().is_some(), "{protocol}: still seated");
+        assert_eq!(console(&mut players[2].sub, "name"), "name = max");
+        run_frames(&mut players, Duration::from_millis(300), |_| false);
+        assert_eq!(
+            heard_about(&players[0], lou),
+            ["connected lou"],
+            "{protocol}"
+        );
+        drop(players);
+        drop(server);
+    }
+}

@@ -717,3 +717,39 @@ fn assert_left_once_and_came_back_once(events: &[GameEvent]) {
         "{connection:?}"
     );
 }
+
+#[test]
+fn a_name_chosen_while_connecting_is_the_one_the_others_see() {
+    // bo renames itself after `connect`, before it has a slot: its connect requests carried
+    // "bo", so the others must be told the new name once it is in the game, as `name` in the
+    // game does (before, bo's own table said "bold" while ada's said "bo" for good).
+    let (mut a, a_addr) = loopback_game("ada");
+    let (mut b, b_addr) = loopback_game("bo");
+    console(&mut a, &format!("connect {b_addr}"));
+    console(&mut b, &format!("connect {a_addr}"));
+    let reply = console(&mut b, "name bold");
+    assert_eq!(
+        reply,
+        "name = bold (the others are told once you are in the game)"
+    );
+    let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
+    let mut b_slot = None;
+    let seen = run_until(&mut [&mut a, &mut b], Duration::from_secs(15), |subs| {
+        drain(subs[0], &mut ev_a);
+        drain(subs[1], &mut ev_b);
+        b_slot = b_slot.or(slot_of(&ev_b));
+        b_slot.is_some_and(|slot| {
+            subs[0]
+                .player_name(slot)
+                .is_some_and(|n| n.to_string() == "bold")
+        })
+    });
+    assert!(seen, "ada never saw bo's new name: {ev_a:?} / {ev_b:?}");
+    let slot = b_slot.unwrap();
+    assert_eq!(b.player_name(slot).unwrap().to_string(), "bold");
+    // Told as a rename of the name its requests carried.
+    assert!(
+        ev_a.iter().any(|e| matches!(e, GameEvent::PlayerName { slot: s, name } if *s == slot && name.to_string() == "bold")),
+        "{ev_a:?}"
+    );
+}

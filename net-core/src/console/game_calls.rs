@@ -53,9 +53,21 @@ pub fn name(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetRe
             "name = {args}, asked of the server (the others are told once it accepts; if the name is taken there, you stay {previous})"
         )),
         Err(err) if err.code == ErrorCode::NotConnected || err.code == ErrorCode::NoProtocol => {
-            Ok(format!("name = {args}"))
+            // While connecting, the connect already carried the old name: the others are told
+            // the new one once this player is in the game (see `take_protocol_output`).
+            let connecting = sub.protocol_module().is_some_and(|p| p.is_active());
+            Ok(if connecting {
+                format!("name = {args} (the others are told once you are in the game)")
+            } else {
+                format!("name = {args}")
+            })
         }
-        Err(err) => Err(err),
+        Err(err) => {
+            // A name the others cannot be told (or the server cannot be asked for) is not
+            // taken: the one in use stays.
+            sub.game_mut().set_name(previous);
+            Err(err)
+        }
     }
 }
 

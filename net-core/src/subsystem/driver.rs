@@ -549,8 +549,22 @@ impl Subsystem {
                 self.game.set_name(refusal.kept);
             }
         }
+        let mut connected = false;
         while let Some(event) = protocol.poll_event() {
+            connected |= matches!(event, GameEvent::Connected { .. });
             self.game.deliver(now, event);
+        }
+        // A name chosen while connecting (`name`, NET_SetPlayerName) came after the connect
+        // request that carried the old one: the others are told it now, as they would have
+        // been in the game (a server is asked first). One the server cannot take is not kept.
+        let kept = protocol.session().map(|s| *s.my_name());
+        if let Some(kept) = kept.filter(|kept| connected && kept != self.game.name()) {
+            let name = *self.game.name();
+            if let Err(err) = protocol.update_name(name) {
+                self.game.set_name(kept);
+                let text = format!("{}; your name stays '{kept}'", err.message);
+                self.game.deliver(now, GameEvent::Error { text });
+            }
         }
         if let Some(session) = protocol.session_mut() {
             if self.game.is_recording() != session.is_state_tapped() {
