@@ -91,6 +91,23 @@ fn protocol_and_built_in_backend_names_are_read_in_any_letter_case() {
 }
 
 #[test]
+fn keywords_are_read_in_any_letter_case_like_the_command_names() {
+    let mut sub = Subsystem::new();
+    assert_eq!(exec(&mut sub, "net.master 127.0.0.1:7").1, Ok(()));
+    // Before, `CLEAR` was taken as the name of a masterserver host, silently.
+    let (out, result) = exec(&mut sub, "net.master CLEAR");
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(out, "net.master = none (cleared)");
+    assert_eq!(exec(&mut sub, "net.master").0, "net.master = none");
+    let (out, result) = exec(&mut sub, "net.sim LAG 20 Loss 5");
+    assert_eq!(result, Ok(()), "{out}");
+    assert!(exec(&mut sub, "net.sim").0.contains("lag 20"), "{out}");
+    let (out, result) = exec(&mut sub, "net.sim OFF");
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(exec(&mut sub, "net.sim").0, "net.sim = off");
+}
+
+#[test]
 fn lines_refused_before_parsing_still_show_a_usage() {
     let mut sub = Subsystem::new();
     let (out, result) = exec(&mut sub, &"x".repeat(2000));

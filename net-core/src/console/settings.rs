@@ -135,7 +135,8 @@ pub fn net_master(
     args: &str,
     _now: Instant,
 ) -> NetResult<String> {
-    if args == "clear" {
+    // A keyword, read in any letter case (`CLEAR` is no host to ask).
+    if args.eq_ignore_ascii_case("clear") {
         sub.settings_mut().masters.clear();
         return Ok("net.master = none (cleared)".to_string());
     }

@@ -34,7 +34,7 @@ impl Conditions {
     /// Parse `lag MS jitter MS loss PCT dup PCT reorder PCT` (any subset, any order), or `off`.
     pub fn parse(args: &str) -> NetResult<Conditions> {
         let args = args.trim();
-        if args == "off" {
+        if args.eq_ignore_ascii_case("off") {
             return Ok(Conditions::default());
         }
         let words: Vec<&str> = args.split_whitespace().collect();
@@ -70,7 +70,8 @@ impl Conditions {
                     Ok(Duration::from_secs_f64(v / 1000.0))
                 }
             };
-            match pair[0] {
+            // Read in any letter case, like the command names.
+            match pair[0].to_ascii_lowercase().as_str() {
                 "lag" => c.lag = millis(value)?,
                 "jitter" => c.jitter = millis(value)?,
                 "loss" => c.loss = percent(value)?,
