@@ -108,6 +108,40 @@ fn keywords_are_read_in_any_letter_case_like_the_command_names() {
 }
 
 #[test]
+fn connect_refuses_a_server_address_that_net_server_refuses() {
+    // Before, `connect a/b` said "connecting to the slotserver at a/b:6582" (NET_OK) and the
+    // game got an error event later; `net.server a/b` was refused at once.
+    for protocol in ["slotserver", "gameserver"] {
+        let mut sub = Subsystem::new();
+        assert_eq!(exec(&mut sub, &format!("net.subsys {protocol}")).1, Ok(()));
+        for bad in ["256.1.1.1", "a/b", "-x-", "[name]", "a..b:7000"] {
+            let (out, result) = exec(&mut sub, &format!("connect {bad}"));
+            assert_eq!(result, Err(ErrorCode::InvalidArgument), "{bad}: {out}");
+            assert_eq!(
+                exec(&mut sub, &format!("net.server {bad}")).1,
+                Err(ErrorCode::InvalidArgument),
+                "{bad}"
+            );
+            assert!(
+                out.starts_with("connect: ")
+                    && out.contains("is not a host name or IP address")
+                    && out.ends_with("; usage: connect [HOST[:PORT]]")
+                    && !out.contains('\n'),
+                "{protocol} {bad}: {out}"
+            );
+            assert!(
+                sub.poll_event().is_none(),
+                "{protocol} {bad}: no game event"
+            );
+            assert!(
+                exec(&mut sub, "status").0.contains("(not connected)"),
+                "{protocol} {bad}: nothing started"
+            );
+        }
+    }
+}
+
+#[test]
 fn lines_refused_before_parsing_still_show_a_usage() {
     let mut sub = Subsystem::new();
     let (out, result) = exec(&mut sub, &"x".repeat(2000));

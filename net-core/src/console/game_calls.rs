@@ -11,6 +11,12 @@ use crate::subsystem::Subsystem;
 
 pub fn connect(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     let args = one_arg(args)?;
+    // A slot or game server's address is checked as `net.server` checks it: a text that can be
+    // no host (`256.1.1.1`, `a/b`) is a bad argument, not a connect that fails later. (A peer
+    // address is checked by the backend, which knows its own address form.)
+    if !args.is_empty() && sub.protocol().is_client_server() {
+        super::settings::host_port(args)?;
+    }
     sub.connect(now, (!args.is_empty()).then_some(args))
 }
 

@@ -48,7 +48,7 @@ pub fn net_port(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> 
 
 /// Check a `HOST[:PORT]` argument: a non-empty host without spaces or control characters, a
 /// port in 1-65535 if given, a sane length.
-fn host_port(args: &str) -> NetResult<String> {
+pub(super) fn host_port(args: &str) -> NetResult<String> {
     if args.len() > 255 {
         return Err(NetError::invalid(format!(
             "'{}' is not HOST[:PORT]",
