@@ -52,6 +52,20 @@ impl ShipState {
             .chain(&self.vel)
             .all(|f| f.is_finite())
     }
+
+    /// Whether `other` holds exactly the same bits. The state is carried bit for bit, so this is
+    /// what "changed" means for it: `==` on its floats takes -0.0 for 0.0, and a state changing
+    /// only in the sign of a zero would never be sent.
+    pub fn same_bits(&self, other: &ShipState) -> bool {
+        fn bits(s: &ShipState) -> impl Iterator<Item = u32> + '_ {
+            s.pos
+                .iter()
+                .chain(&s.orient)
+                .chain(&s.vel)
+                .map(|f| f.to_bits())
+        }
+        self.game == other.game && bits(self).eq(bits(other))
+    }
 }
 
 /// Why a string is not acceptable as a name or text.

@@ -94,3 +94,61 @@ fn an_unchanged_state_is_sent_again_while_events_keep_packets_flowing() {
         "no state copy after {previous:?} of {run_for:?}"
     );
 }
+
+/// The state is carried bit for bit (the game area is opaque, and a float is a float's bits):
+/// a new state that differs from the last one only in the sign of a zero, which `==` on floats
+/// takes for the same value, is a change and goes out. It used to be dropped as unchanged, so
+/// the others kept +0.0 for good while the sender's own view said -0.0.
+#[test]
+fn a_state_differing_only_in_the_sign_of_a_zero_goes_out() {
+    let start = Instant::now();
+    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
+    let mut session = Session::new_mesh(
+        SessionConfig::default(),
+        node_eq,
+        LocalPlayer {
+            slot: 0,
+            token: 0x1111,
+            name: name("signed"),
+        },
+        start,
+    );
+    session.add_player(start, 1, node(2), 0x2222, name("other"), true);
+    session.join().expect("join");
+    let mut buf = vec![0u8; 1400];
+    let mut events = Vec::new();
+    let mut now = start;
+    // The latest state the other would see, from every packet sent to it.
+    let mut run = |session: &mut Session, now: &mut Instant| {
+        let mut seen = None;
+        for _ in 0..20 {
+            session.handle_timeout(*now);
+            while let Some((_, len)) = session.poll_transmit(*now, &mut buf) {
+                let packet = decode_packet(&buf[..len], &mut events).expect("own packet decodes");
+                if let Some(state) = packet.state {
+                    seen = Some(state);
+                }
+            }
+            *now += Duration::from_millis(10);
+        }
+        seen
+    };
+    let mut state = ShipState::default();
+    state.pos[0] = 0.0;
+    session.set_local_state(state);
+    let first = run(&mut session, &mut now).expect("the first state went out");
+    assert_eq!(first.pos[0].to_bits(), 0.0f32.to_bits());
+    state.pos[0] = -0.0;
+    session.set_local_state(state);
+    assert_eq!(
+        session.local_state().pos[0].to_bits(),
+        (-0.0f32).to_bits(),
+        "the session keeps the state as set"
+    );
+    let second = run(&mut session, &mut now).expect("the changed state went out");
+    assert_eq!(
+        second.pos[0].to_bits(),
+        (-0.0f32).to_bits(),
+        "the other gets -0.0, not +0.0"
+    );
+}

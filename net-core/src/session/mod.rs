@@ -712,7 +712,7 @@ impl Session {
 
     /// Set the local ship state (sent every state tick while it changes).
     pub fn set_local_state(&mut self, state: ShipState) {
-        if state != self.local_state {
+        if !state.same_bits(&self.local_state) {
             self.local_state = state;
             self.state_version += 1;
         }

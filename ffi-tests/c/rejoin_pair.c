@@ -1,0 +1,393 @@
+/*
+ * rejoin_pair.c: one of two games (tests/rejoin_pair.rs) that check, as a test written only
+ * against SPEC sections 4 and 8 and docs/c-api.md would, what the other sees when a player
+ * leaves and joins again, renames itself and changes its ship state bit by bit, and that a game
+ * shut down with NET_Shutdown in the middle of play can NET_Init and play again on the same port.
+ * The "actor" acts, the "watcher" checks; each round:
+ *
+ *   - both NET_Init, set up loopback on their fixed port, connect to the other, NETs_Join, and
+ *     wait for the other's PLAYER_JOINED;
+ *   - the actor: NETs_Unjoin(0), NETs_Join(), NETs_Unjoin(7), a second NETs_Unjoin(3) (refused:
+ *     NET_ERR_STATE), NETs_Join(), NETs_Join() again (NET_OK, changes nothing), NETs_Unjoin(255),
+ *     NETs_Join(), one call per frame; then NET_SetPlayerName + NETs_UpdateName (twice; the
+ *     second changes nothing); then three ship states, each followed by a chat line naming it:
+ *     S1 with pos[0] = +0.0, S2 = S1 with pos[0] = -0.0 (equal as floats, not as bits), S3 = S2
+ *     with one bit of the game area flipped; every field holds an extreme value (denormals,
+ *     FLT_MAX, negative zero);
+ *   - the watcher: sees exactly PLAYER_JOINED, PLAYER_UNJOINED (list_id 0), PLAYER_JOINED,
+ *     PLAYER_UNJOINED (7), PLAYER_JOINED, PLAYER_UNJOINED (255), PLAYER_JOINED, PLAYER_NAME (the
+ *     new name, once) from the actor's slot, and on each state's chat line NET_GetPlayerState of
+ *     the actor is that state bit for bit; it answers "seen";
+ *   - the actor calls NET_Shutdown while still in the game; the watcher must get
+ *     PLAYER_DISCONNECTED for it, then shuts down too.
+ * Round 2 does it all again in the same processes, on the same ports.
+ *
+ * Usage: rejoin_pair --role actor|watcher --port PORT --peer HOST:PORT [--rounds N]
+ * Prints one ok/FAIL line per check, every polled event as an "EVENT" line, and
+ * "rejoin_pair: N checks, M failed".
+ */
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <float.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+#define ROUND_MS 30000
+
+static const char *event_names[] = {
+    "?",           "CONNECTED",     "DISCONNECTED",  "PLAYER_CONNECTED", "PLAYER_DISCONNECTED",
+    "PLAYER_JOINED", "PLAYER_UNJOINED", "PLAYER_NAME", "TEXT",          "CREATE_OBJECT",
+    "CREATE_LASER", "CREATE_MISSILE", "CREATE_EXTRA", "KILL_OBJECT",    "PARTICLE_OBJECT",
+    "CUSTOM",      "ERROR",         "SERVER_LIST",
+};
+
+static const char *event_name(uint32_t type)
+{
+    return type < sizeof event_names / sizeof event_names[0] ? event_names[type] : "?";
+}
+
+struct game {
+    int actor;
+    int round;
+    int32_t slot;
+    int32_t other;
+    int other_joined;
+    int other_left;
+    int saw_seen;              /* actor: the watcher's "seen" */
+    char history[512];         /* watcher: the actor's JOINED/UNJOINED/NAME events, in order */
+    int states_checked;        /* watcher: S1..S3 checked */
+    NET_ShipState states[3];   /* the actor's S1..S3 (both know them) */
+    char new_name[32];
+    char other_name[32];       /* the other's name in this round */
+};
+
+static void make_states(NET_ShipState states[3], int round)
+{
+    int i;
+
+    memset(&states[0], 0, sizeof states[0]);
+    states[0].pos[0] = 0.0f;
+    states[0].pos[1] = 1.0e-45f;         /* the smallest denormal */
+    states[0].pos[2] = FLT_MAX;
+    states[0].orient[0] = -0.0f;
+    states[0].orient[1] = -1.0f;
+    states[0].orient[2] = FLT_MIN;
+    states[0].orient[3] = 0.5f;
+    states[0].vel[0] = -FLT_MAX;
+    states[0].vel[1] = -1.0e-45f;
+    states[0].vel[2] = 3.0f + (float)round;
+    for (i = 0; i < NET_SHIP_GAME_AREA; i++) {
+        states[0].game[i] = (uint8_t)(i * 37 + round);
+    }
+    states[1] = states[0];
+    states[1].pos[0] = -0.0f;            /* == +0.0 as a float, another bit pattern */
+    states[2] = states[1];
+    states[2].game[NET_SHIP_GAME_AREA - 1] ^= 0x01;
+}
+
+static void print_event(const NET_Event *e)
+{
+    printf("EVENT %s player=%d list=%u text=\"%s\"\n", event_name(e->type), (int)e->player_id,
+           (unsigned)e->list_id, e->text);
+    fflush(stdout);
+}
+
+static void append(char *history, size_t cap, const char *what)
+{
+    size_t used = strlen(history);
+
+    snprintf(history + used, cap - used, "%s%s", used > 0 ? " " : "", what);
+}
+
+static void check_state(struct game *g, int index)
+{
+    NET_ShipState got;
+    char what[120], detail[200];
+    int32_t rc;
+    size_t i, first = sizeof got;
+
+    memset(&got, 0xEE, sizeof got);
+    rc = NET_GetPlayerState(g->other, &got);
+    for (i = 0; i < sizeof got; i++) {
+        if (((const unsigned char *)&got)[i] != ((const unsigned char *)&g->states[index])[i]) {
+            first = i;
+            break;
+        }
+    }
+    snprintf(what, sizeof what, "round %d: the actor's state S%d arrives bit for bit", g->round,
+             index + 1);
+    snprintf(detail, sizeof detail, "NET_GetPlayerState returned %d; first differing byte %d of %d",
+             (int)rc, first == sizeof got ? -1 : (int)first, (int)sizeof got);
+    expect_true(what, rc == NET_OK && first == sizeof got, detail);
+}
+
+static void handle(struct game *g, const NET_Event *e)
+{
+    char item[64];
+
+    print_event(e);
+    switch (e->type) {
+    case NET_EVENT_CONNECTED:
+        g->slot = e->player_id;
+        return;
+    case NET_EVENT_PLAYER_CONNECTED:
+        /* Only the other's incarnation of this round counts: the actor, back after its
+         * NET_Shutdown, may reach the watcher's game of the round before (a new player there,
+         * ignored) and later find the watcher of this round. */
+        if (e->player_id != g->slot && g->other < 0 && strcmp(e->text, g->other_name) == 0) {
+            g->other = e->player_id;
+        }
+        return;
+    case NET_EVENT_PLAYER_DISCONNECTED:
+        if (e->player_id == g->other) {
+            g->other_left = 1;
+            g->other = -1;
+        }
+        return;
+    case NET_EVENT_ERROR:
+        expect_true("no ERROR event", 0, e->text);
+        return;
+    default:
+        break;
+    }
+    if (e->player_id != g->other || g->other < 0) {
+        return;
+    }
+    switch (e->type) {
+    case NET_EVENT_PLAYER_JOINED:
+        g->other_joined = 1;
+        append(g->history, sizeof g->history, "J");
+        break;
+    case NET_EVENT_PLAYER_UNJOINED:
+        snprintf(item, sizeof item, "U%u", (unsigned)e->list_id);
+        append(g->history, sizeof g->history, item);
+        break;
+    case NET_EVENT_PLAYER_NAME:
+        snprintf(item, sizeof item, "N(%.40s)", e->text);
+        append(g->history, sizeof g->history, item);
+        break;
+    case NET_EVENT_TEXT:
+        if (g->actor) {
+            if (strcmp(e->text, "seen") == 0) {
+                g->saw_seen = 1;
+            }
+        } else if (strncmp(e->text, "state S", 7) == 0) {
+            int index = e->text[7] - '1';
+
+            if (index >= 0 && index < 3) {
+                check_state(g, index);
+                g->states_checked |= 1 << index;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static void frame(struct game *g)
+{
+    NET_Event e;
+    int32_t rc;
+
+    NETs_MaintainNet();
+    while ((rc = NET_PollEvent(&e)) == 1) {
+        handle(g, &e);
+    }
+    if (rc != 0) {
+        expect_code("NET_PollEvent", rc, 0);
+    }
+    check_sleep_ms(5);
+}
+
+/* Run frames until `*flag` is set or `deadline`; 1 if it was set. */
+static int frames_until(struct game *g, const int *flag, long long deadline)
+{
+    while (!*flag && check_now_ms() < deadline) {
+        frame(g);
+    }
+    return *flag;
+}
+
+static void act(struct game *g, long long deadline)
+{
+    char what[120];
+    int i;
+
+#define STEP(call, want)                                                                       \
+    do {                                                                                       \
+        snprintf(what, sizeof what, "round %d: %s", g->round, #call);                          \
+        expect_code(what, (call), (want));                                                     \
+        frame(g);                                                                              \
+    } while (0)
+    STEP(NETs_Unjoin(0), NET_OK);
+    STEP(NETs_Join(), NET_OK);
+    STEP(NETs_Unjoin(7), NET_OK);
+    STEP(NETs_Unjoin(3) /* not joined */, NET_ERR_STATE);
+    STEP(NETs_Join(), NET_OK);
+    STEP(NETs_Join() /* joined already */, NET_OK);
+    STEP(NETs_Unjoin(255), NET_OK);
+    STEP(NETs_Join(), NET_OK);
+    STEP(NET_SetPlayerName(g->new_name), NET_OK);
+    STEP(NETs_UpdateName(), NET_OK);
+    STEP(NETs_UpdateName() /* the same name again */, NET_OK);
+#undef STEP
+    for (i = 0; i < 3; i++) {
+        char text[16];
+        int k;
+
+        snprintf(what, sizeof what, "round %d: NET_SetLocalState(S%d)", g->round, i + 1);
+        expect_code(what, NET_SetLocalState(&g->states[i]), NET_OK);
+        for (k = 0; k < 3; k++) {
+            frame(g);
+        }
+        snprintf(text, sizeof text, "state S%d", i + 1);
+        snprintf(what, sizeof what, "round %d: NET_RmEvSendText(\"%s\")", g->round, text);
+        expect_code(what, NET_RmEvSendText(text), NET_OK);
+        frame(g);
+    }
+    snprintf(what, sizeof what, "round %d: the watcher says it saw everything", g->round);
+    expect_true(what, frames_until(g, &g->saw_seen, deadline), "");
+}
+
+static void watch(struct game *g, long long deadline)
+{
+    char what[160], want[200];
+    int all = 7;
+
+    while (g->states_checked != all && check_now_ms() < deadline) {
+        frame(g);
+    }
+    snprintf(what, sizeof what, "round %d: the actor's three states arrived", g->round);
+    expect_true(what, g->states_checked == all, "");
+    snprintf(want, sizeof want, "J U0 J U7 J U255 J N(%s)", g->new_name);
+    snprintf(what, sizeof what,
+             "round %d: the actor's JOINED/UNJOINED/NAME events, each once with its flag",
+             g->round);
+    {
+        char detail[800];
+
+        snprintf(detail, sizeof detail, "got \"%s\", want \"%s\"", g->history, want);
+        expect_true(what, strcmp(g->history, want) == 0, detail);
+    }
+    {
+        const char *name = NET_FetchPlayerName(g->other);
+
+        snprintf(what, sizeof what, "round %d: NET_FetchPlayerName(actor) is its new name",
+                 g->round);
+        expect_true(what, name != NULL && strcmp(name, g->new_name) == 0,
+                    name != NULL ? name : "(NULL)");
+    }
+    snprintf(what, sizeof what, "round %d: NET_RmEvSendText(\"seen\")", g->round);
+    expect_code(what, NET_RmEvSendText("seen"), NET_OK);
+    snprintf(what, sizeof what,
+             "round %d: the actor's NET_Shutdown in the game arrives as PLAYER_DISCONNECTED",
+             g->round);
+    expect_true(what, frames_until(g, &g->other_left, deadline), "");
+}
+
+static int play_round(int actor, int round, int port, const char *peer)
+{
+    static struct game g;
+    char line[200], out[1024], what[400];
+    long long deadline = check_now_ms() + ROUND_MS;
+    int32_t rc;
+    const char *setup[] = {"net.udp.bind 127.0.0.1", "net.udp.ipv6 0", NULL,
+                           "net.peer.connect_interval 50", "net.peer.slot_interval 80",
+                           "net.peer.reply_wait 30"};
+    char port_line[40];
+    size_t i;
+
+    memset(&g, 0, sizeof g);
+    g.actor = actor;
+    g.round = round;
+    g.slot = -1;
+    g.other = -1;
+    make_states(g.states, round);
+    snprintf(g.new_name, sizeof g.new_name, "actor-renamed-r%d", round);
+    snprintf(g.other_name, sizeof g.other_name, "%s-r%d", actor ? "watcher" : "actor", round);
+
+    snprintf(what, sizeof what, "round %d: NET_Init()", round);
+    expect_code(what, NET_Init(), NET_OK);
+    snprintf(what, sizeof what, "round %d: NET_Init() again", round);
+    expect_code(what, NET_Init(), NET_OK);
+    snprintf(port_line, sizeof port_line, "net.port %d", port);
+    setup[2] = port_line;
+    for (i = 0; i < sizeof setup / sizeof setup[0]; i++) {
+        rc = NET_ConsoleExec(setup[i], out, sizeof out);
+        snprintf(what, sizeof what, "round %d: console \"%s\": %.100s", round, setup[i], out);
+        expect_code(what, rc, NET_OK);
+    }
+    snprintf(line, sizeof line, "%s-r%d", actor ? "actor" : "watcher", round);
+    expect_code("NET_SetPlayerName", NET_SetPlayerName(line), NET_OK);
+    snprintf(line, sizeof line, "connect %s", peer);
+    rc = NET_ConsoleExec(line, out, sizeof out);
+    snprintf(what, sizeof what, "round %d: %s: %.100s", round, line, out);
+    expect_code(what, rc, NET_OK);
+
+    while (check_now_ms() < deadline && !(g.slot >= 0 && g.other >= 0 && g.other_joined)) {
+        frame(&g);
+        if (g.slot >= 0) {
+            rc = NETs_Join();
+            if (rc != NET_OK) {
+                snprintf(what, sizeof what, "round %d: NETs_Join", round);
+                expect_code(what, rc, NET_OK);
+            }
+        }
+    }
+    snprintf(what, sizeof what, "round %d: both in the game and joined (own slot %d, other %d)",
+             round, (int)g.slot, (int)g.other);
+    expect_true(what, g.slot >= 0 && g.other >= 0 && g.other_joined, "");
+    if (!(g.slot >= 0 && g.other >= 0 && g.other_joined)) {
+        NET_Shutdown();
+        return 0;
+    }
+    if (actor) {
+        act(&g, deadline);
+    } else {
+        watch(&g, deadline);
+    }
+    NET_Shutdown();
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *role = NULL, *peer = NULL;
+    int port = 0, rounds = 2, i, actor;
+
+    for (i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--role") == 0) {
+            role = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--port") == 0) {
+            port = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--peer") == 0) {
+            peer = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0) {
+            rounds = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: rejoin_pair --role actor|watcher --port PORT --peer "
+                            "HOST:PORT [--rounds N]\n");
+            return 2;
+        }
+    }
+    if (role == NULL || peer == NULL || port <= 0 ||
+        (strcmp(role, "actor") != 0 && strcmp(role, "watcher") != 0)) {
+        fprintf(stderr, "rejoin_pair: --role actor|watcher, --port and --peer are required\n");
+        return 2;
+    }
+    actor = strcmp(role, "actor") == 0;
+    for (i = 1; i <= rounds; i++) {
+        if (!play_round(actor, i, port, peer)) {
+            break;
+        }
+    }
+    NET_Shutdown();
+    expect_true("NET_Shutdown twice at the end returns", 1, "");
+    return check_finish("rejoin_pair");
+}
