@@ -12,30 +12,48 @@ use std::process::Command;
 use std::time::Duration;
 
 use parsec_net_ffi_tests::peer::{free_loopback_ports, run_together};
+use parsec_net_ffi_tests::server::Server;
 use parsec_net_ffi_tests::Build;
 
 const TIMEOUT: Duration = Duration::from_secs(100);
 
-fn pair(asan: bool) {
+/// Run the actor and the watcher. `server`: play through a `parsecnet` server of that kind
+/// (both on port 0, `--peer` the server) instead of peer to peer on fixed ports.
+fn pair(asan: bool, server: Option<&str>, extra: &[&str]) {
     let mut build = Build::c("c/rejoin_pair.c");
     if asan {
         build = build.asan();
     }
     let program = build.build();
     let ports = free_loopback_ports(2);
+    let running = server.map(|kind| {
+        let mut args = vec!["--port", "0", "--no-http", "--bind", "127.0.0.1"];
+        if kind == "gameserver" {
+            args.extend(["--udp-port", "0"]);
+        }
+        Server::start(kind, &args)
+    });
     let games = ["actor", "watcher"]
         .iter()
         .enumerate()
         .map(|(i, role)| {
             let mut command = Command::new(&program);
-            command.args([
-                "--role",
-                role,
-                "--port",
-                &ports[i].to_string(),
-                "--peer",
-                &format!("127.0.0.1:{}", ports[1 - i]),
-            ]);
+            command.args(["--role", role]);
+            match (server, &running) {
+                (Some(kind), Some(running)) => {
+                    command.args(["--port", "0", "--peer", &running.tcp.to_string()]);
+                    command.args(["--exec", &format!("net.subsys {kind}")]);
+                }
+                _ => {
+                    command.args([
+                        "--port",
+                        &ports[i].to_string(),
+                        "--peer",
+                        &format!("127.0.0.1:{}", ports[1 - i]),
+                    ]);
+                }
+            }
+            command.args(extra);
             (role.to_string(), command)
         })
         .collect();
@@ -43,14 +61,40 @@ fn pair(asan: bool) {
         run.output
             .assert_checks_passed("rejoin_pair", &format!("rejoin_pair {}", run.name));
     }
+    if let Some(running) = running {
+        running.stop();
+    }
 }
 
 #[test]
 fn rejoin_rename_bit_exact_states_and_a_second_life_on_the_same_port() {
-    pair(false);
+    pair(false, None, &[]);
 }
 
 #[test]
 fn rejoin_rename_bit_exact_states_and_a_second_life_on_the_same_port_under_asan() {
-    pair(true);
+    pair(true, None, &[]);
+}
+
+/// The unjoins, joins and the rename all in one frame: still each event once, in order.
+#[test]
+fn unjoins_joins_and_a_rename_in_one_frame() {
+    pair(false, None, &["--same-frame"]);
+}
+
+/// Through a server the name comes once the server accepted it, not in order with the events
+/// around it, and (gameserver) a state may be overtaken by a later one before the watcher reads it.
+#[test]
+fn rejoin_rename_and_bit_exact_states_through_a_gameserver() {
+    // Its --distance (10000) would keep a ship at FLT_MAX from the watcher's view.
+    pair(
+        false,
+        Some("gameserver"),
+        &["--near-states", "--server-order"],
+    );
+}
+
+#[test]
+fn rejoin_rename_and_bit_exact_states_through_a_slotserver() {
+    pair(false, Some("slotserver"), &["--server-order"]);
 }
