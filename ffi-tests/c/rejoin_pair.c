@@ -29,7 +29,9 @@
  *   --same-frame   the actor's unjoins, joins and rename all in one frame
  *   --near-states  the actor's ship stays within a gameserver's default --distance
  *   --server-order the name may come anywhere among the actor's events, and a state may be
- *                  overtaken by a later one (through a server; the last must arrive exactly)
+ *                  overtaken by a later one (through a server; the last must arrive exactly);
+ *                  names a server cannot carry as set (not ASCII, a space at an end) are
+ *                  refused by connect, NETs_UpdateName and NET_RmEvPlayerName
  * Prints one ok/FAIL line per check, every polled event as an "EVENT" line, and
  * "rejoin_pair: N checks, M failed".
  */
@@ -278,6 +280,37 @@ static void act(struct game *g, long long deadline)
     STEP(NETs_Join() /* joined already */, NET_OK);
     STEP(NETs_Unjoin(255), NET_OK);
     STEP(NETs_Join(), NET_OK);
+    if (server_order) {
+        /* Names a server cannot carry as they are (not ASCII; spaces at an end, which its text
+         * protocol drops): refused at once, saying so, and the name in use stays. Asked anyway
+         * they were lost without a word (no PLAYER_NAME, no ERROR event). */
+        static const char *const unusable[] = {"J\xc3\xbcrgen", " spaced", "spaced "};
+        char kept[32];
+        size_t k;
+
+        snprintf(kept, sizeof kept, "actor-r%d", g->round);
+        for (k = 0; k < sizeof unusable / sizeof unusable[0]; k++) {
+            const char *name;
+
+            snprintf(what, sizeof what, "round %d: NET_SetPlayerName(\"%s\") + NETs_UpdateName()",
+                     g->round, unusable[k]);
+            expect_code("NET_SetPlayerName (a name a server cannot carry)",
+                        NET_SetPlayerName(unusable[k]), NET_OK);
+            expect_error_mentioning(what, NETs_UpdateName(), NET_ERR_INVALID_ARGUMENT,
+                                    "cannot be used on a");
+            name = NET_FetchPlayerName(g->slot);
+            expect_true("after the refused rename the own name is the one in use",
+                        name != NULL && strcmp(name, kept) == 0, name != NULL ? name : "(NULL)");
+            snprintf(what, sizeof what, "round %d: NET_RmEvPlayerName(\"%s\")", g->round,
+                     unusable[k]);
+            expect_error_mentioning(what, NET_RmEvPlayerName(unusable[k]),
+                                    NET_ERR_INVALID_ARGUMENT, "cannot be used on a");
+            name = NET_FetchPlayerName(g->slot);
+            expect_true("after the refused NET_RmEvPlayerName the own name is the one in use",
+                        name != NULL && strcmp(name, kept) == 0, name != NULL ? name : "(NULL)");
+            frame(g);
+        }
+    }
     STEP(NET_SetPlayerName(g->new_name), NET_OK);
     STEP(NETs_UpdateName(), NET_OK);
     STEP(NETs_UpdateName() /* the same name again */, NET_OK);
@@ -399,6 +432,17 @@ static int play_round(int actor, int round, int port, const char *peer)
         rc = NET_ConsoleExec(execs[i], out, sizeof out);
         snprintf(what, sizeof what, "round %d: console \"%s\": %.100s", round, execs[i], out);
         expect_code(what, rc, NET_OK);
+    }
+    if (server_order) {
+        /* A server would take " spaced " as "spaced": refused before connecting. */
+        expect_code("NET_SetPlayerName(\" spaced \")", NET_SetPlayerName(" spaced "), NET_OK);
+        snprintf(line, sizeof line, "connect %s", peer);
+        rc = NET_ConsoleExec(line, out, sizeof out);
+        snprintf(what, sizeof what, "round %d: %s as \" spaced \" is refused: %.150s", round,
+                 line, out);
+        expect_true(what,
+                    rc == NET_ERR_INVALID_ARGUMENT && strstr(out, "cannot be used on a") != NULL,
+                    "");
     }
     snprintf(line, sizeof line, "%s-r%d", actor ? "actor" : "watcher", round);
     expect_code("NET_SetPlayerName", NET_SetPlayerName(line), NET_OK);

@@ -187,6 +187,20 @@ const REFUSALS: [&str; 5] = [
 ];
 
 impl ServerClient {
+    /// Why the server could not take `name` as it is, or `None`: its text protocol carries
+    /// 1-31 printable ASCII characters and drops spaces at either end, so a name with them
+    /// would reach the others changed (" ace" as "ace") while the player's own stays as set.
+    fn unusable_name(&self, name: &PlayerName) -> Option<String> {
+        let name = name.to_string();
+        if crate::server::text_fields::name(&name).as_deref() == Some(name.as_str()) {
+            return None;
+        }
+        Some(format!(
+            "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters, without a space at either end",
+            name.escape_debug(),
+            self.kind
+        ))
+    }
     pub fn new(kind: ProtocolKind) -> ServerClient {
         debug_assert!(kind.is_client_server());
         ServerClient {
@@ -478,12 +492,9 @@ impl ClientProtocol for ServerClient {
             ));
         };
         // The server would answer only "you sent an invalid request": say what is wrong.
-        let name = params.name.to_string();
-        if crate::server::text_fields::name(&name).is_none() {
+        if let Some(problem) = self.unusable_name(&params.name) {
             return Err(NetError::invalid(format!(
-                "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters (choose another with `name NAME`)",
-                name.escape_debug(),
-                self.kind
+                "{problem} (choose another with `name NAME`)"
             )));
         }
         self.params = Some(params);
@@ -615,8 +626,20 @@ impl ClientProtocol for ServerClient {
     }
 
     fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
-        if self.phase != Phase::Joined || self.session.is_none() {
+        let Some(session) = self
+            .session
+            .as_ref()
+            .filter(|_| self.phase == Phase::Joined)
+        else {
             return Err(crate::protocol::not_in_game_error("update name"));
+        };
+        // Asked anyway, the server would not answer with a refusal the player hears of: the
+        // rename would be lost without a word.
+        if let Some(problem) = self.unusable_name(&name) {
+            return Err(NetError::invalid(format!(
+                "update name: {problem}; your name stays '{}'",
+                session.my_name().to_string().escape_debug()
+            )));
         }
         // The server would answer only "you sent an invalid request", which leaves the name
         // unanswered: say what is wrong, as `connect` does.

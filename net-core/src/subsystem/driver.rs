@@ -222,7 +222,22 @@ impl Subsystem {
     /// `take_protocol_output`).
     pub fn update_name(&mut self, _now: Instant) -> NetResult<NameUpdate> {
         let name = *self.game.name();
-        self.protocol_mut("update name")?.update_name(name)
+        let result = self.protocol_mut("update name")?.update_name(name);
+        if result
+            .as_ref()
+            .is_err_and(|e| e.code == ErrorCode::InvalidArgument)
+        {
+            // A name the server could not take: the one in use stays, as after its refusal.
+            if let Some(kept) = self
+                .protocol
+                .as_mut()
+                .and_then(|p| p.session_mut())
+                .map(|s| *s.my_name())
+            {
+                self.game.set_name(kept);
+            }
+        }
+        result
     }
 
     /// Set the local player name (at most 31 bytes, no NUL); sent by `update_name`.
