@@ -641,16 +641,6 @@ impl ClientProtocol for ServerClient {
                 session.my_name().to_string().escape_debug()
             )));
         }
-        // The server would answer only "you sent an invalid request", which leaves the name
-        // unanswered: say what is wrong, as `connect` does.
-        let text = name.to_string();
-        if crate::server::text_fields::name(&text).is_none() {
-            return Err(NetError::invalid(format!(
-                "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters",
-                text.escape_debug(),
-                self.kind
-            )));
-        }
         self.stream_out
             .push_back(StreamCommand::SendLine(format!("my new name: {name}")));
         self.renames.asked(name);
