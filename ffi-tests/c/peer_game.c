@@ -44,6 +44,10 @@
  *                     @summary      print a new summary of what the game knows now
  *                     @series on    start sending the numbered series (--series-ms)
  *                     @series off   stop it
+ *                     @pos [WHO=]X,Y,Z
+ *                                   move the ship of WHO (default: this game's own) to that
+ *                                   base from now on, as --pos would have (send it to every
+ *                                   game, so the receivers check states against the new base)
  *                   The game then does not end when it finishes and has lingered: only on
  *                   @quit or the end of stdin. It also follows reconnections: after a
  *                   DISCONNECTED event it joins again on the next CONNECTED (in any slot).
@@ -772,6 +776,46 @@ static void print_summary(const struct game *g, const char *mode, int complete)
     fflush(stdout);
 }
 
+static int parse_base(char *text);
+
+/* `@pos [WHO=]X,Y,Z`: replace WHO's entry of the --pos table (or add one). The names are kept
+ * in a buffer of their own, since the control line's buffer is reused. */
+static int move_base(const char *text)
+{
+    static char names[MAX_BASES][64];
+    char copy[128];
+    int i, added;
+    const char *who;
+
+    if (strlen(text) >= sizeof copy || base_count == MAX_BASES) {
+        return 0;
+    }
+    strcpy(copy, text);
+    if (!parse_base(copy)) {
+        return 0;
+    }
+    added = base_count - 1;
+    if (bases[added].name != NULL) {
+        if (strlen(bases[added].name) >= sizeof names[0]) {
+            base_count--;
+            return 0;
+        }
+        strcpy(names[added], bases[added].name);
+        bases[added].name = names[added];
+    }
+    who = bases[added].name != NULL ? bases[added].name : own_name;
+    for (i = 0; i < added; i++) {
+        const char *other = bases[i].name != NULL ? bases[i].name : own_name;
+
+        if (who != NULL && other != NULL && strcmp(who, other) == 0) {
+            memcpy(bases[i].pos, bases[added].pos, sizeof bases[i].pos);
+            base_count--;
+            return 1;
+        }
+    }
+    return 1;
+}
+
 /* ----- --control and the numbered series -------------------------------------------------------- */
 
 /* One line from stdin: a control word or a console line. */
@@ -791,6 +835,11 @@ static void control_line(struct game *g, const char *line)
         g->series_due = now_ms();
     } else if (strcmp(line, "@series off") == 0) {
         g->series_on = 0;
+    } else if (strncmp(line, "@pos ", 5) == 0) {
+        if (!move_base(line + 5)) {
+            printf("CONTROL bad @pos\n");
+            fflush(stdout);
+        }
     } else if (line[0] == '@') {
         printf("CONTROL unknown control word\n");
         fflush(stdout);

@@ -230,13 +230,25 @@ impl RelayCore {
             .take_due_events(now, Duration::ZERO, &mut self.due);
         unsent.append(&mut self.due);
         self.retired_outbox.add(client.outbox.stats());
-        let outgoing: Vec<(u32, Relayed)> = client
-            .link
-            .relayed_stream(&unsent)
+        let stream = client.link.relayed_stream(&unsent);
+        let next_id = stream
+            .last()
+            .map_or(client.link.next_reliable_id(), |entry| {
+                entry.0.wrapping_add(1).max(1)
+            });
+        let outgoing: Vec<(u32, Relayed)> = stream
             .into_iter()
             .filter_map(|(id, origin, serial, event)| Some((id, (origin?, serial, event))))
             .filter(|(_, (_, serial, event))| *serial != 0 && is_game_event(event))
             .collect();
+        let ip = client.addr.ip();
+        // A newcomer from the same host still awaiting its hello may be this client coming
+        // back: what is forwarded from now on is held for it already.
+        let open = !self
+            .clients
+            .iter()
+            .flatten()
+            .any(|c| c.addr.ip() == ip && c.held.is_some());
         self.resume.park(RelayParked {
             client_token: client.token,
             ip: client.addr.ip(),
@@ -248,6 +260,8 @@ impl RelayCore {
                 up_to: self.serial,
             },
             parked_at: now,
+            next_id,
+            open,
         });
     }
 
@@ -277,6 +291,9 @@ impl RelayCore {
             }
         }
         self.remove_client(now, slot);
+        // From now on what the others say is held for the newcomer, who may be a parked
+        // client of this host coming back.
+        self.resume.close_for(addr.ip());
         self.clients[usize::from(slot)] = Some(Client {
             slot,
             addr,
@@ -452,6 +469,11 @@ impl RelayCore {
                         client
                             .outbox
                             .push_event(now, (origin, serial, event.clone()));
+                    }
+                    // A departed client may be on its way back (a backend switch): the others
+                    // still seat it until they read the server's `remove ip:` line.
+                    if is_game_event(&event) && event.is_reliable() {
+                        self.resume.append(origin, serial, &event);
                     }
                 }
             }

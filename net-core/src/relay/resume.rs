@@ -28,6 +28,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use super::outbox::Relayed;
+use crate::rmev::RemoteEvent;
 use crate::session::link::seq_before;
 use crate::session::parking::{Parked, ParkingLot, Receipt};
 pub use crate::session::parking::{ResumeStats, PARK_TIME};
@@ -55,6 +56,13 @@ pub struct RelayParked {
     /// Which relayed events were the client's own on that link: its slot and its serials.
     pub own: OwnEvents,
     pub parked_at: Instant,
+    /// The reliable id the old link would have given its next event.
+    pub next_id: u32,
+    /// Still taking the events the relay forwards (until a client from the same host joins:
+    /// from then on they wait in that newcomer's hold). The others still seat the departed
+    /// player until the server's `remove ip:` line reaches them, so what they say meanwhile is
+    /// owed to it as much as what was in flight (see `RelayResume::append`).
+    pub open: bool,
 }
 
 /// The events one client sent through the relay while it sat in a slot: relayed events from
@@ -150,6 +158,33 @@ impl RelayResume {
         self.lot.park(stream, |p| p.client_token == token);
     }
 
+    /// A relayed event forwarded while clients are away: kept on every open parked link
+    /// (except the one whose client said it), numbered on from the old link's ids, so a client
+    /// that comes back gets what the others said between its leaving and its return.
+    pub fn append(&mut self, origin: u8, serial: u64, event: &RemoteEvent) {
+        let mut dropped = 0;
+        for stream in self.lot.parked_mut().filter(|p| p.open) {
+            if stream.outgoing.len() >= MAX_PARKED_EVENTS {
+                dropped += 1;
+                continue;
+            }
+            let id = stream.next_id;
+            stream.next_id = id.wrapping_add(1).max(1);
+            stream.outgoing.push((id, (origin, serial, event.clone())));
+        }
+        if dropped > 0 {
+            self.stats_mut().count_dropped(dropped);
+        }
+    }
+
+    /// A client from `ip` joined: the parked links of that host take no more events (the
+    /// newcomer's hold has them from now on).
+    pub fn close_for(&mut self, ip: IpAddr) {
+        for stream in self.lot.parked_mut().filter(|p| p.ip == ip) {
+            stream.open = false;
+        }
+    }
+
     /// Take the parked links of a client at `ip` whose earlier tokens are `tokens`, oldest
     /// first, and remember what is answered for them.
     pub fn take_matching(&mut self, ip: IpAddr, tokens: &[u32]) -> Vec<RelayParked> {
@@ -215,6 +250,8 @@ mod tests {
                 up_to: 60,
             },
             parked_at: at,
+            next_id: 6,
+            open: false,
         }
     }
 

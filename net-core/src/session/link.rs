@@ -454,6 +454,11 @@ impl Link {
     /// The same for a relay, with each event's origin: `then` are (origin, serial, event)
     /// triples the relay holds back for this link. Each entry is (reliable id, origin, tag,
     /// event).
+    /// The reliable id the next queued reliable event will get.
+    pub fn next_reliable_id(&self) -> u32 {
+        self.next_reliable_id
+    }
+
     pub fn relayed_stream(
         &self,
         then: &[(u8, u64, RemoteEvent)],

@@ -84,6 +84,10 @@ impl<P: Parked, R: Receipt + Copy, const MAX: usize> ParkingLot<P, R, MAX> {
         self.parked.iter()
     }
 
+    pub fn parked_mut(&mut self) -> impl Iterator<Item = &mut P> {
+        self.parked.iter_mut()
+    }
+
     /// Keep `link`, replacing a parked one that is `same` link and making room by dropping the
     /// oldest; what is dropped is counted.
     pub fn park(&mut self, link: P, same: impl Fn(&P) -> bool) {
