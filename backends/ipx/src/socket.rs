@@ -110,6 +110,14 @@ impl IpxSocket {
         self.local
     }
 
+    /// Add what the kernel dropped since the last look (its receive queue was full). Asked
+    /// when the queue has been read empty, so once per drain, not once per frame.
+    fn count_kernel_drops(&mut self) {
+        if let Ok(n) = self.raw.take_kernel_drops() {
+            self.stats.dropped_by_kernel = self.stats.dropped_by_kernel.wrapping_add(n);
+        }
+    }
+
     fn fail(&mut self, code: i32, message: String) -> i32 {
         self.last_error = message;
         code
@@ -121,7 +129,10 @@ impl IpxSocket {
         for _ in 0..MAX_FRAMES_PER_RECEIVE {
             let got = match self.raw.receive(&mut self.recv_buf) {
                 Ok(Some(got)) => got,
-                Ok(None) => return Ok(None),
+                Ok(None) => {
+                    self.count_kernel_drops();
+                    return Ok(None);
+                }
                 Err(e) => {
                     let code = if oserr::is_interface_gone(&e) {
                         NET_BACKEND_ERR_UNREACHABLE
@@ -317,9 +328,10 @@ impl BackendSocket for IpxSocket {
     /// The interface the raw socket is bound to: "interface veth0, MAC 02:00:00:00:00:01".
     fn describe(&self) -> String {
         format!(
-            "interface {}, MAC {}",
+            "interface {}, MAC {}{}",
             self.interface.name,
-            mac_text(&self.interface.mac)
+            mac_text(&self.interface.mac),
+            self.stats.drops_note()
         )
     }
 }

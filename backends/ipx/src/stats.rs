@@ -2,6 +2,8 @@
 //! statistics call yet), and their one-line summary. This module only counts; it must never
 //! decide what to do with traffic.
 
+use std::fmt::Write as _;
+
 use parsec_backend_abi::traffic::Traffic;
 
 use crate::filter::Rejection;
@@ -36,6 +38,10 @@ pub struct Stats {
     pub dropped_empty: u64,
     /// Datagrams that did not fit the caller's receive buffer (dropped, `ERR_TOO_LARGE` returned).
     pub dropped_caller_too_small: u64,
+    /// Frames for this socket the kernel dropped before they could be read, because the
+    /// socket's receive queue was full (`PACKET_STATISTICS`; counted when the queue is found
+    /// empty). Not part of [`Stats::dropped_total`], which counts frames read and then dropped.
+    pub dropped_by_kernel: u64,
     /// `send` calls answered with `NET_BACKEND_WOULD_BLOCK`.
     pub would_block: u64,
 }
@@ -63,6 +69,55 @@ impl Stats {
             Rejection::Empty => &mut self.dropped_empty,
         };
         *counter = counter.wrapping_add(1);
+    }
+
+    /// The non-zero reasons frames read were dropped, `other socket 3, bad length 1` ("" when
+    /// none was).
+    pub fn drop_reasons(&self) -> String {
+        let reasons = [
+            ("short frame", self.dropped_short_frame),
+            ("wrong EtherType", self.dropped_wrong_ethertype),
+            ("truncated header", self.dropped_truncated_header),
+            ("bad length", self.dropped_bad_length),
+            ("other socket", self.dropped_other_socket),
+            ("other network", self.dropped_other_network),
+            ("other node", self.dropped_other_node),
+            ("own", self.dropped_own),
+            ("oversize", self.dropped_oversize),
+            ("empty", self.dropped_empty),
+            ("buffer too small", self.dropped_caller_too_small),
+        ];
+        let nonzero: Vec<String> = reasons
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        nonzero.join(", ")
+    }
+
+    /// What was dropped, for the socket's description (`status`'s `binding:` line): "" when
+    /// nothing was, else `; ignored 4 frames (other socket 3, bad length 1); 90 frames lost:
+    /// the receive queue was full`.
+    pub fn drops_note(&self) -> String {
+        let mut note = String::new();
+        let ignored = self.dropped_total();
+        if ignored > 0 {
+            let plural = if ignored == 1 { "" } else { "s" };
+            let _ = write!(
+                note,
+                "; ignored {ignored} frame{plural} ({})",
+                self.drop_reasons()
+            );
+        }
+        if self.dropped_by_kernel > 0 {
+            let lost = self.dropped_by_kernel;
+            let plural = if lost == 1 { "" } else { "s" };
+            let _ = write!(
+                note,
+                "; {lost} frame{plural} lost: the receive queue was full"
+            );
+        }
+        note
     }
 
     /// All frames and datagrams dropped, for any reason.
@@ -95,28 +150,18 @@ impl Stats {
             self.frames_read,
             self.dropped_total()
         );
-        let reasons = [
-            ("short frame", self.dropped_short_frame),
-            ("wrong EtherType", self.dropped_wrong_ethertype),
-            ("truncated header", self.dropped_truncated_header),
-            ("bad length", self.dropped_bad_length),
-            ("other socket", self.dropped_other_socket),
-            ("other network", self.dropped_other_network),
-            ("other node", self.dropped_other_node),
-            ("own", self.dropped_own),
-            ("oversize", self.dropped_oversize),
-            ("empty", self.dropped_empty),
-            ("buffer too small", self.dropped_caller_too_small),
-        ];
-        let nonzero: Vec<String> = reasons
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(name, n)| format!("{name} {n}"))
-            .collect();
-        if !nonzero.is_empty() {
+        let reasons = self.drop_reasons();
+        if !reasons.is_empty() {
             line.push_str(" (");
-            line.push_str(&nonzero.join(", "));
+            line.push_str(&reasons);
             line.push(')');
+        }
+        if self.dropped_by_kernel > 0 {
+            let _ = write!(
+                line,
+                ", lost {} (receive queue full)",
+                self.dropped_by_kernel
+            );
         }
         line
     }
@@ -156,5 +201,27 @@ mod tests {
         assert!(line.contains("dropped 11 (short frame 1,"), "{line}");
         assert!(line.ends_with("buffer too small 1)"), "{line}");
         assert!(Stats::default().summary().ends_with("dropped 0"));
+        assert_eq!(Stats::default().drops_note(), "");
+        let note = s.drops_note();
+        assert!(
+            note.starts_with("; ignored 11 frames (short frame 1, "),
+            "{note}"
+        );
+        assert!(!note.contains("lost"), "{note}");
+        s.dropped_by_kernel = 90;
+        let note = s.drops_note();
+        assert!(
+            note.ends_with("buffer too small 1); 90 frames lost: the receive queue was full"),
+            "{note}"
+        );
+        assert!(s.summary().ends_with(", lost 90 (receive queue full)"));
+        let only_kernel = Stats {
+            dropped_by_kernel: 1,
+            ..Stats::default()
+        };
+        assert_eq!(
+            only_kernel.drops_note(),
+            "; 1 frame lost: the receive queue was full"
+        );
     }
 }

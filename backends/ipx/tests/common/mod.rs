@@ -71,3 +71,17 @@ pub fn node_text(network: u32, mac: [u8; 6], socket: u16) -> String {
     let mac: String = mac.iter().map(|b| format!("{b:02X}")).collect();
     format!("{network:08X}:{mac}:{socket:04X}")
 }
+
+impl Sock {
+    /// What `describe_socket` says (the `binding:` line of `status`), through the vtable.
+    pub fn describe(&self) -> String {
+        let describe = vt()
+            .describe_socket
+            .expect("the IPX backend has describe_socket");
+        let mut out = [0 as std::ffi::c_char; 512];
+        // SAFETY: the handle is open and `out` is writable for its length.
+        let n = unsafe { describe(self.handle, out.as_mut_ptr(), out.len()) };
+        assert!(n >= 0, "describe_socket returned {n}");
+        c_text(&out)
+    }
+}
