@@ -1577,3 +1577,84 @@ fn record_over_an_existing_file_says_it_replaces_it() {
     );
     console(&mut sub, "stop");
 }
+
+/// A ship state that arrives in the same frame as its player's departure: live, the game's
+/// lookups already show the slot empty when it handles PLAYER_DISCONNECTED (and after); the
+/// recording wrote the state after the event, and playback seated the player again with it
+/// (`NET_GetPlayerState` gave NET_OK for an empty slot, for the rest of the demo).
+#[test]
+fn a_state_that_came_with_its_players_departure_does_not_seat_it_again_in_playback() {
+    let path = TempPath::new("state-with-leave");
+    let (mut alice, alice_addr) = loopback_game("alice");
+    let (mut bob, bob_addr) = loopback_game("bob");
+    console(&mut alice, &format!("connect {bob_addr}"));
+    console(&mut bob, &format!("connect {alice_addr}"));
+    let mut live = LiveGame {
+        alice,
+        bob,
+        frame: 0,
+        seen: Vec::new(),
+        bob_events: Vec::new(),
+    };
+    live.run_until("both connect", |g| {
+        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            && slot_in(g.bob_events.iter().cloned()).is_some()
+    });
+    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
+    console(&mut live.alice, "join");
+    console(&mut live.bob, "join");
+    live.run_until("bob's ship arrives", |g| {
+        g.alice
+            .player_state(bob_slot)
+            .is_ok_and(|s| s.pos[1] == 2000.0)
+    });
+    // Recording begun in the game: the snapshot, then what follows.
+    console(&mut live.alice, &format!("record {}", path.0.display()));
+    live.seen.clear();
+    // Bob flies on for a while alice does not run her frame (his states wait in her socket),
+    // then leaves: her next frame takes in his states and his departure together.
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        live.frame += 1;
+        live.bob
+            .set_local_state(flying(2000.0, live.frame))
+            .expect("state");
+        live.bob.maintain(Instant::now());
+        let _ = live.bob.wait(Duration::from_millis(5));
+    }
+    console(&mut live.bob, "disconnect");
+    live.bob.maintain(Instant::now());
+    std::thread::sleep(Duration::from_millis(50));
+    live.alice.maintain(Instant::now());
+    poll_and_look_up(&mut live.alice, &mut live.seen);
+    let b = usize::from(bob_slot);
+    let left = live
+        .seen
+        .iter()
+        .position(|s| matches!(s.event, GameEvent::PlayerDisconnected { .. }))
+        .unwrap_or_else(|| panic!("bob's departure in one frame: {:#?}", live.seen));
+    assert_eq!(
+        live.seen[left].states[b],
+        Err(ErrorCode::InvalidArgument),
+        "live, bob's slot is empty when alice handles his departure"
+    );
+    // Alice's frames go on a little (more events would show the slot too), then she stops.
+    console(&mut live.alice, "say still here");
+    for _ in 0..3 {
+        live.alice.maintain(Instant::now());
+        poll_and_look_up(&mut live.alice, &mut live.seen);
+    }
+    console(&mut live.alice, "stop");
+    let seen_live = live.seen;
+
+    let seen_played = play_and_look_up(&path.0);
+    // The played demo starts with the snapshot (Connected, bob seated and joined): compare
+    // from the first event after it.
+    let skip = seen_played.len() - seen_live.len();
+    for (i, (live, played)) in seen_live.iter().zip(&seen_played[skip..]).enumerate() {
+        assert_eq!(
+            live, played,
+            "event {i}: live (left) and played back (right) differ"
+        );
+    }
+}

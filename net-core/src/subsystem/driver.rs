@@ -585,8 +585,18 @@ impl Subsystem {
             if self.game.is_recording() != session.is_state_tapped() {
                 session.set_state_tap(self.game.is_recording());
             }
+            // Recorded as the game's lookups show it after this frame: a state whose player
+            // left (or was replaced) in the same frame, or that a later one of the frame
+            // overtook, never shows live; recorded after the frame's events, it would seat the
+            // departed player again in playback.
             while let Some((slot, state)) = session.poll_state_update() {
-                self.game.state_update(now, slot, state);
+                let shown = session
+                    .players()
+                    .get(slot)
+                    .is_some_and(|p| p.state.same_bits(&state));
+                if shown {
+                    self.game.state_update(now, slot, state);
+                }
             }
         }
     }
