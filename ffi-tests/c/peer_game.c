@@ -478,12 +478,13 @@ static void note_event(struct game *g, const NET_Event *e)
         break;
     case NET_EVENT_DISCONNECTED:
         /* A live game connects again by itself (a backend switch) or is told to (--control):
-         * it joins again once connected, in whatever slot it gets. */
+         * it joins again once connected, in whatever slot it gets. Out of the game it has no
+         * slot, live or in a demo (so the LOOKUP lines after it agree). */
         if (g->live) {
             g->connected = 0;
             g->joined = 0;
-            g->slot = -1;
         }
+        g->slot = -1;
         break;
     case NET_EVENT_ERROR:
         if (!g->ever_connected) {

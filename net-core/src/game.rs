@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::demo::{DemoItem, DemoPlayer, DemoRecorder, DemoSummary, OwnPlayer, PlaybackWorld};
 use crate::error::{ErrorCode, NetError, NetResult};
@@ -46,6 +46,9 @@ pub struct GameInterface {
     recorder: Option<DemoRecorder>,
     player: Option<DemoPlayer>,
     playback: PlaybackWorld,
+    /// Items the demo handed out (due) that the world has not taken in yet, with their recorded
+    /// times: the game's lookups answer as of the event it polls (see `take_fed_events`).
+    fed: VecDeque<(Duration, DemoItem)>,
     /// Whether the game sees the demo's players (from `play` until `stop`, also after the
     /// demo ended, so the last events can still be looked up).
     playback_view: bool,
@@ -82,6 +85,7 @@ impl Default for GameInterface {
             recorder: None,
             player: None,
             playback: PlaybackWorld::default(),
+            fed: VecDeque::new(),
             playback_view: false,
             own_slot: None,
             held_disconnect: None,
@@ -115,7 +119,7 @@ impl GameInterface {
     }
 
     pub fn pending_events(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.fed.iter().filter(|(_, i)| is_event(i)).count()
     }
 
     pub fn set_position_callback(&mut self, callback: Option<PositionCallback>) {
@@ -246,6 +250,9 @@ impl GameInterface {
 
     /// The next event for the game.
     pub fn poll_event(&mut self) -> Option<GameEvent> {
+        if self.events.is_empty() {
+            self.take_fed_events();
+        }
         let event = self.events.pop_front()?;
         self.stats.events_polled += 1;
         Some(event)
@@ -425,6 +432,9 @@ impl GameInterface {
                 broken.offset, broken.reason
             ));
         }
+        // What the last demo fed and the game has not polled yet goes to the game first.
+        self.take_all_fed();
+        self.live_events_resume();
         self.playback = PlaybackWorld::default();
         self.playback_view = true;
         self.player = Some(player);
@@ -445,10 +455,13 @@ impl GameInterface {
         }
         if self.playback_view && self.player.is_none() {
             self.playback_view = false;
+            self.take_all_fed();
+            self.live_events_resume();
             return Ok("playback had finished; showing the live game again".to_string());
         }
         if let Some(player) = self.player.take() {
             self.playback_view = false;
+            self.take_all_fed();
             self.live_events_resume();
             return Ok(format!(
                 "stopped playback after {} of {} items",
@@ -463,27 +476,69 @@ impl GameInterface {
     }
 
     /// Feed due playback items to the game. Returns true when playback just ended.
+    ///
+    /// Live, a game polls a frame's events with the lookups as of that frame, before its next
+    /// frame (or a console command such as `net.api`) changes them. A playback frame may feed
+    /// items of several recorded frames: so the world takes in the fed items only up to the
+    /// time of the event the game polls (`take_fed_events`), and here only up to the first
+    /// event not polled yet (everything when there is none).
     pub fn advance_playback(&mut self, now: Instant) -> bool {
         let Some(player) = self.player.as_mut() else {
             return false;
         };
-        let mut due = Vec::new();
-        while let Some(item) = player.poll(now) {
-            due.push(item);
+        while let Some(timed) = player.poll_timed(now) {
+            self.fed.push_back(timed);
         }
         let finished = player.is_finished();
-        for item in due {
+        if finished {
+            self.player = None;
+            log::info!("demo playback finished");
+        }
+        if self.events.is_empty() {
+            self.apply_fed_before_events();
+        }
+        finished
+    }
+
+    /// Take in the fed items before the first fed event (all of them when none is left), as
+    /// the live world had them before the game polled that event; once the whole demo has been
+    /// taken in, show the live events again.
+    fn apply_fed_before_events(&mut self) {
+        while self.fed.front().is_some_and(|(_, item)| !is_event(item)) {
+            let (_, item) = self.fed.pop_front().expect("a fed item");
+            self.playback.apply(&item);
+        }
+        if self.fed.is_empty() && self.player.is_none() {
+            self.live_events_resume();
+        }
+    }
+
+    /// The game polls and nothing is queued: take in the fed items up to the time of the first
+    /// fed event, every item recorded at that time included (the live frame had them all when
+    /// the game polled), and queue their events. Items of later times wait for the game to poll
+    /// on, as the live ones came after it had polled these.
+    fn take_fed_events(&mut self) {
+        self.apply_fed_before_events();
+        let Some(&(time, _)) = self.fed.front() else {
+            return;
+        };
+        while self.fed.front().is_some_and(|(t, _)| *t <= time) {
+            let (_, item) = self.fed.pop_front().expect("a fed item");
             self.playback.apply(&item);
             if let DemoItem::Event(event) = item {
                 self.queue(event);
             }
         }
-        if finished {
-            self.player = None;
-            log::info!("demo playback finished");
-            self.live_events_resume();
+    }
+
+    /// Hand every fed item to the game at once (`stop`).
+    fn take_all_fed(&mut self) {
+        while let Some((_, item)) = self.fed.pop_front() {
+            self.playback.apply(&item);
+            if let DemoItem::Event(event) = item {
+                self.queue(event);
+            }
         }
-        finished
     }
 
     /// Whether player lookups show the demo's players (see `playback_view`).
@@ -510,6 +565,10 @@ impl GameInterface {
     pub fn playback_owner(&self, object_id: u32) -> Option<u8> {
         self.playback.owner(object_id)
     }
+}
+
+fn is_event(item: &DemoItem) -> bool {
+    matches!(item, DemoItem::Event(_))
 }
 
 fn own_player(slot: u8, name: PlayerName) -> DemoItem {

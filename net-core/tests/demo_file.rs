@@ -1658,3 +1658,87 @@ fn a_state_that_came_with_its_players_departure_does_not_seat_it_again_in_playba
         );
     }
 }
+
+/// Live, a game polls a frame's events before what it does next (a console command such as
+/// `net.api`, its next frame) changes the world, so a chat line polled and then a departure (or
+/// a switch's DISCONNECTED) recorded a moment later show the sender by name at the chat line.
+/// Playback runs its own frames: when one of them fed both (their times less than a frame
+/// apart), the game polled the chat line with the departure already applied (no name, no
+/// state). The lookups now answer as of the polled event's time.
+#[test]
+fn events_fed_in_one_playback_frame_are_looked_up_as_of_their_own_time() {
+    let path = TempPath::new("one-frame");
+    let start = Instant::now();
+    let at = |us: u64| start + Duration::from_micros(us);
+    let mut rec = DemoRecorder::create(&path.0, start).expect("create");
+    let bob = name("bob");
+    let text = RemoteEvent::SendText(ChatText::new(b"bye").expect("text"));
+    for (time, item) in [
+        (at(0), DemoItem::Event(GameEvent::Connected { slot: 0 })),
+        (
+            at(0),
+            DemoItem::OwnPlayer(Some(OwnPlayer {
+                slot: 0,
+                name: name("alice"),
+            })),
+        ),
+        (
+            at(0),
+            DemoItem::Event(GameEvent::PlayerConnected { slot: 1, name: bob }),
+        ),
+        (
+            at(10_000),
+            DemoItem::Event(GameEvent::Remote {
+                slot: 1,
+                event: text.clone(),
+            }),
+        ),
+        (
+            at(10_400),
+            DemoItem::Event(GameEvent::PlayerDisconnected {
+                slot: 1,
+                reason: "left".into(),
+            }),
+        ),
+        (
+            at(10_400),
+            DemoItem::Event(GameEvent::Disconnected {
+                reason: "bye".into(),
+            }),
+        ),
+        (at(10_400), DemoItem::OwnPlayer(None)),
+    ] {
+        rec.record(time, &item).expect("record");
+    }
+    rec.finish_at(at(11_000)).expect("finish");
+
+    let mut player = Subsystem::new();
+    let t0 = Instant::now();
+    let reply = player.console_exec(&format!("play {}", path.0.display()), t0);
+    assert!(reply.result.is_ok(), "{}", reply.output);
+    // One playback frame after everything is due.
+    player.maintain(t0 + Duration::from_millis(50));
+    let mut seen = Vec::new();
+    poll_and_look_up(&mut player, &mut seen);
+    let kinds: Vec<&GameEvent> = seen.iter().map(|s| &s.event).collect();
+    assert_eq!(kinds.len(), 5, "{kinds:#?}");
+    let chat = &seen[2];
+    assert!(matches!(chat.event, GameEvent::Remote { .. }));
+    assert_eq!(
+        chat.names[1].as_deref(),
+        Some("bob"),
+        "bob's name while the game handles his chat line (as live)"
+    );
+    assert_eq!(chat.states[1], Ok(ShipState::default()));
+    assert_eq!(chat.names[0].as_deref(), Some("alice"));
+    let left = &seen[3];
+    assert!(matches!(left.event, GameEvent::PlayerDisconnected { .. }));
+    assert_eq!(left.names[1], None);
+    assert_eq!(left.states[1], Err(ErrorCode::NotConnected));
+    // After the frame's events, the lookups show the end of the frame.
+    assert_eq!(player.player_name(0), None);
+    assert_eq!(
+        player.player_state(0).map_err(|e| e.code),
+        Err(ErrorCode::NotConnected)
+    );
+}

@@ -86,12 +86,17 @@ impl DemoPlayer {
 
     /// The next item due at `now`, if any: one per call, in recorded order.
     pub fn poll(&mut self, now: Instant) -> Option<DemoItem> {
+        self.poll_timed(now).map(|(_, item)| item)
+    }
+
+    /// [`DemoPlayer::poll`] with the item's recorded time (since the recording started).
+    pub fn poll_timed(&mut self, now: Instant) -> Option<(Duration, DemoItem)> {
         let (time, _) = self.pending.front()?;
         let due = self.start.checked_add(*time)?;
         if due > now {
             return None;
         }
-        self.pending.pop_front().map(|(_, item)| item)
+        self.pending.pop_front()
     }
 
     /// When the next item is due; `None` when everything has been played (or the next item's
