@@ -53,12 +53,23 @@ fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[Stri
     command
 }
 
-fn demo_dir() -> PathBuf {
-    let dir = paths()
-        .out_subdir("demos")
-        .join(format!("server-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    dir
+/// A fresh directory for one test's demo files, removed when dropped (also when it fails).
+struct DemoDir(PathBuf);
+
+impl DemoDir {
+    fn new(kind: &str) -> DemoDir {
+        let dir = paths()
+            .out_subdir("demos")
+            .join(format!("server-demo-{kind}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        DemoDir(dir)
+    }
+}
+
+impl Drop for DemoDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Wait until `game` prints an EVENT line of `kind` for `slot` after line `from`.
@@ -175,9 +186,9 @@ fn slot_of(game: &mut LiveGame) -> i32 {
 fn record_and_play_through(kind: &str) {
     let program = Build::c("c/peer_game.c").build();
     let server = start(kind);
-    let dir = demo_dir();
-    let ann_file = dir.join(format!("{kind}-ann.demo"));
-    let ben_file = dir.join(format!("{kind}-ben.demo"));
+    let dir = DemoDir::new(kind);
+    let ann_file = dir.0.join(format!("{kind}-ann.demo"));
+    let ben_file = dir.0.join(format!("{kind}-ben.demo"));
     let ann_record = format!("record {}", ann_file.display());
     let ben_record = format!("record {}", ben_file.display());
 
@@ -334,7 +345,6 @@ fn record_and_play_through(kind: &str) {
         &ben_played[snapshot_len..],
     );
     server.stop();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The slot under which `name` first connected in a game's output.
