@@ -206,7 +206,7 @@ impl GameInterface {
             self.record(now, DemoItem::OwnObject { object_id, created });
         }
         let (name, state) = self.recorded_own.map_or((true, true), |(name, state)| {
-            (name != self.name, state != self.local_state)
+            (name != self.name, !state.same_bits(&self.local_state))
         });
         self.record_own(now, slot, name, state);
     }

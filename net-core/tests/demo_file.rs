@@ -1742,3 +1742,53 @@ fn events_fed_in_one_playback_frame_are_looked_up_as_of_their_own_time() {
         Err(ErrorCode::NotConnected)
     );
 }
+
+/// Regression: the recorder compared the game's own ship state with `!=` on its floats, so a
+/// change only in the sign of a zero (-0.0 after 0.0) was not recorded, and playback showed
+/// +0.0 where the live game's own slot had -0.0 (as sending does, any bit counts).
+#[test]
+fn an_own_state_differing_only_in_the_sign_of_a_zero_is_recorded() {
+    let path = TempPath::new("signed-zero");
+    let (mut alice, alice_addr) = loopback_game("alice");
+    let (mut bob, bob_addr) = loopback_game("bob");
+    console(&mut alice, &format!("connect {bob_addr}"));
+    console(&mut bob, &format!("connect {alice_addr}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut alice_slot = None;
+    while alice_slot.is_none() {
+        assert!(Instant::now() < deadline, "alice never connected");
+        alice.maintain(Instant::now());
+        bob.maintain(Instant::now());
+        while let Some(event) = alice.poll_event() {
+            if let GameEvent::Connected { slot } = event {
+                alice_slot = Some(slot);
+            }
+        }
+        while bob.poll_event().is_some() {}
+        let _ = alice.wait(Duration::from_millis(1));
+    }
+    let alice_slot = alice_slot.expect("connected");
+    let positive = ShipState::default();
+    let mut negative = positive;
+    negative.pos[0] = -0.0;
+    alice.set_local_state(positive).expect("state");
+    console(&mut alice, &format!("record {}", path.0.display()));
+    alice.maintain(Instant::now());
+    alice.set_local_state(negative).expect("state");
+    alice.maintain(Instant::now());
+    console(&mut alice, "stop");
+    let contents = decode_demo(&std::fs::read(&path.0).expect("read")).expect("decode");
+    let own_states: Vec<u32> = contents
+        .items
+        .into_iter()
+        .filter_map(|(_, item)| match item {
+            DemoItem::State { slot, state } if slot == alice_slot => Some(state.pos[0].to_bits()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        own_states,
+        vec![0.0f32.to_bits(), (-0.0f32).to_bits()],
+        "alice's own states as recorded"
+    );
+}
