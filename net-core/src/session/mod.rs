@@ -1442,9 +1442,9 @@ impl Session {
         earliest
     }
 
-    /// Run timers: drop remotes silent for `peer_timeout`. Returns the slots dropped (mesh) and
-    /// whether the server went silent (star).
-    pub fn handle_timeout(&mut self, now: Instant) -> (Vec<u8>, bool) {
+    /// Run timers: drop remotes silent for `peer_timeout`. Returns the slots dropped (mesh),
+    /// each with the token the player had, and whether the server went silent (star).
+    pub fn handle_timeout(&mut self, now: Instant) -> (Vec<(u8, u32)>, bool) {
         self.advance_tick(now);
         self.settle_claims(now);
         self.resume.expire(now);
@@ -1485,8 +1485,9 @@ impl Session {
             match slot {
                 Some(slot) => {
                     self.stats.players_timed_out += 1;
+                    let token = self.players.get(slot).map_or(0, |p| p.token);
                     self.remove_player(slot, &format!("no packets for {} s", timeout.as_secs()));
-                    dropped.push(slot);
+                    dropped.push((slot, token));
                 }
                 None => server_silent = true,
             }

@@ -20,6 +20,8 @@ pub struct PeerNode {
     pub events: Vec<GameEvent>,
     /// Datagrams a test puts on the wire from this node (sent before the protocol's own).
     pub outbox: VecDeque<Transmit>,
+    /// The session settings its next connect uses (`net.timeout` and the like).
+    pub session_config: SessionConfig,
     buf: Vec<u8>,
 }
 
@@ -30,6 +32,7 @@ impl PeerNode {
             index,
             events: Vec::new(),
             outbox: VecDeque::new(),
+            session_config: SessionConfig::default(),
             buf: vec![0; 1400],
         }
     }
@@ -69,7 +72,7 @@ impl PeerNode {
             name: PlayerName::new(format!("p{}", self.index).as_bytes()).unwrap(),
             token,
             order: Arc::new(sim::compare_nodes),
-            session: SessionConfig::default(),
+            session: self.session_config,
             server: None,
             game_port: 0,
             resolve: Arc::new(|_, _| None),

@@ -158,6 +158,8 @@ pub struct PeerStats {
     pub silent_holders_replaced: u64,
     /// Slot-conflict notices said again because the loser kept sending.
     pub conflict_notices_repeated: u64,
+    /// Notices to players dropped here for silence whose packets came again.
+    pub dropped_notices_sent: u64,
     /// Refusals received while connecting (the connect loop went on; see `take_refusal`).
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
@@ -200,6 +202,11 @@ pub struct PeerProtocol {
     /// packets keep coming until a notice arrives, so each one that comes is answered again
     /// (at most every `reply_wait`).
     conflict_losers: TokenTimes,
+    /// Players this peer dropped after `net.timeout` of silence, by token, with when they were
+    /// dropped or last told: one whose packets come again (its process was stopped, its
+    /// machine suspended) is told it was dropped (at most every `reply_wait`), so it connects
+    /// again instead of playing on with players that refuse its packets.
+    silenced: TokenTimes,
     /// Seated players (or queued requests) a connect request named as the sender's earlier
     /// session while they were still heard from at their own nodes: (their token, the sender's
     /// token, when first claimed). See `retire_earlier_sessions`.
@@ -239,6 +246,7 @@ impl PeerProtocol {
             hearsay: Vec::new(),
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
+            silenced: TokenTimes::default(),
             claims: Vec::new(),
             watches: Vec::new(),
             refusal: None,
@@ -1327,6 +1335,7 @@ impl PeerProtocol {
                     Err(Rejection::UnknownSender) => {
                         self.seat_from_hearsay(now, &from, &packet.header)
                             || self.remind_conflict_loser(now, &from, header.token)
+                            || self.tell_dropped_player(now, &from, header.token)
                     }
                     _ => false,
                 };
@@ -1733,6 +1742,37 @@ impl PeerProtocol {
         false
     }
 
+    /// A player dropped here for silence talks again: tell it (a conflict notice naming its
+    /// token, with its own text), so it leaves and connects again. Never seats it: returns
+    /// false.
+    fn tell_dropped_player(&mut self, now: Instant, from: &Node, token: u32) -> bool {
+        let Some(told) = self.silenced.get(token) else {
+            return false;
+        };
+        if now.saturating_duration_since(told) < self.timings.reply_wait {
+            return false;
+        }
+        self.silenced.set(token, now);
+        self.stats.dropped_notices_sent += 1;
+        let secs = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.config().peer_timeout.as_secs());
+        let text = format!(
+            "dropped by the other players: they heard nothing from you for {secs} s; reconnecting"
+        );
+        let events = vec![
+            RemoteEvent::ConnectQueue(vec![ConnectRequest {
+                token,
+                node: *from,
+                name: Default::default(),
+            }]),
+            RemoteEvent::SendText(ChatText::new(text.as_bytes()).unwrap_or_default()),
+        ];
+        self.send_oob(*from, PacketType::ConnectRefused, events);
+        false
+    }
+
     fn send_conflict_notice(&mut self, token: u32, node: Node) {
         self.conflict_losers.set(token, self.last_now);
         let events = vec![
@@ -1936,6 +1976,7 @@ impl PeerProtocol {
         self.queue.clear();
         self.contests.clear();
         self.conflict_losers.clear();
+        self.silenced.clear();
         self.claims.clear();
         self.watches.clear();
         self.refusal = None;
@@ -2152,7 +2193,10 @@ impl ClientProtocol for PeerProtocol {
                 self.settle_earlier_claims(now);
                 self.answer_due_requests(now);
                 if let Some(session) = self.session.as_mut() {
-                    session.handle_timeout(now);
+                    let (dropped, _) = session.handle_timeout(now);
+                    for (_, token) in dropped {
+                        self.silenced.set(token, now);
+                    }
                 }
             }
             _ => {}
@@ -2205,6 +2249,7 @@ impl ClientProtocol for PeerProtocol {
             ("slot conflicts", s.slot_conflicts),
             ("silent players replaced", s.silent_holders_replaced),
             ("conflict notices repeated", s.conflict_notices_repeated),
+            ("dropped players told", s.dropped_notices_sent),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
             ("earlier-session claims refused", s.earlier_claims_refused),

@@ -1,0 +1,114 @@
+//! A peer that went silent for longer than the others' timeout (its process stopped, its
+//! machine suspended, its cable pulled) and then talks again: the others dropped it after 20 s
+//! of silence (PLAYER_DISCONNECTED "no packets for 20 s"), so its packets are refused there.
+//! It must learn that, and get back into the game, instead of playing on with players that no
+//! longer see it until its own timeout drops them and leaves it alone in a game of its own.
+//!
+//! A stopped process does not see the time pass: when it runs again it reads what waited in
+//! its socket before its timers run, so it does not drop the others itself. The simulation
+//! models that with a longer `net.timeout` on the silent peer while it is cut off.
+
+use std::time::Duration;
+
+mod support;
+
+use net_core::protocol::ClientProtocol;
+use net_core::session::{GameEvent, SessionConfig};
+use net_core::sim::{LinkProfile, Network};
+use support::peer_node::PeerNode;
+
+/// Every running peer is in the game and lists all the others in the slots they hold.
+fn everyone_agrees(net: &Network<PeerNode>, expected: usize) -> bool {
+    let peers: Vec<&PeerNode> = net.running().map(|(_, p)| p).collect();
+    if peers.len() != expected || peers.iter().any(|p| p.slot().is_none()) {
+        return false;
+    }
+    peers.iter().all(|p| {
+        let session = p.proto.session().unwrap();
+        session.players().len() == expected - 1
+            && peers.iter().filter(|o| o.index != p.index).all(|o| {
+                session
+                    .players()
+                    .get(o.slot().unwrap())
+                    .is_some_and(|pl| Some(pl.token) == o.token())
+            })
+    })
+}
+
+#[test]
+fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {
+    let profile = LinkProfile {
+        latency: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let mut net: Network<PeerNode> = Network::new(3, 21, profile);
+    let start = net.now();
+    for i in 0..3 {
+        let mut node = PeerNode::new(i);
+        if i == 2 {
+            node.session_config = SessionConfig {
+                peer_timeout: Duration::from_secs(120),
+                ..SessionConfig::default()
+            };
+        }
+        node.connect(net.now(), 0x100 + i as u32);
+        net.start(i, node);
+        net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
+    }
+    net.run_until(start + Duration::from_secs(10), |_| {});
+    assert!(everyone_agrees(&net, 3), "the three are in one game");
+    let silent_token = net.endpoint(2).unwrap().token().unwrap();
+    let silent_slot = net.endpoint(2).unwrap().slot().unwrap();
+
+    // Peer 2 goes silent (both ways) for 25 s: the others drop it after their 20 s.
+    for other in [0, 1] {
+        net.partition(2, other, true);
+    }
+    let cut = net.now();
+    net.run_until(cut + Duration::from_secs(25), |_| {});
+    for i in [0, 1] {
+        let peer = net.endpoint(i).unwrap();
+        let session = peer.proto.session().unwrap();
+        assert!(
+            !session.players().iter().any(|p| p.token == silent_token),
+            "peer {i} dropped the silent one: {}",
+            peer.proto.describe()
+        );
+        assert!(peer.events.iter().any(|e| matches!(e,
+            GameEvent::PlayerDisconnected { slot, reason }
+                if *slot == silent_slot && reason == "no packets for 20 s")));
+    }
+    let seen = net.endpoint(2).unwrap().events.len();
+
+    // It talks again: within a few seconds it knows it was dropped and is back in the game.
+    for other in [0, 1] {
+        net.partition(2, other, false);
+    }
+    let healed = net.now();
+    net.run_until(healed + Duration::from_secs(8), |_| {});
+    let back = net.endpoint(2).unwrap();
+    let after: Vec<&GameEvent> = back.events[seen..].iter().collect();
+    let told = after.iter().position(|e| {
+        matches!(e, GameEvent::Disconnected { reason }
+            if reason.contains("dropped") && reason.contains("reconnecting"))
+    });
+    let Some(told) = told else {
+        panic!(
+            "the returning peer was never told it was dropped: {after:?}; {}",
+            back.proto.describe()
+        );
+    };
+    assert!(
+        after[told..]
+            .iter()
+            .any(|e| matches!(e, GameEvent::Connected { .. })),
+        "it connected again: {after:?}"
+    );
+    assert!(
+        everyone_agrees(&net, 3),
+        "the three are in one game again: {} / {} / {}",
+        net.endpoint(0).unwrap().proto.describe(),
+        net.endpoint(1).unwrap().proto.describe(),
+        net.endpoint(2).unwrap().proto.describe()
+    );
+}
