@@ -277,12 +277,6 @@ fn replayed_and_very_old_packets_are_discarded_whole() {
     let mut a = Link::new(LinkConfig::default());
     let mut b = Link::new(LinkConfig::default());
     let mut packets = Vec::new();
-    for seq in 1..=40u32 {
-        a.queue_event(custom(seq, true));
-        let mut buf = [0u8; 1400];
-        let len = a.write_packet(now, &mut buf, meta(5), None).unwrap();
-        packets.push(buf[..len].to_vec());
-    }
     let mut got = Vec::new();
     let mut scratch = Vec::new();
     let mut feed = |b: &mut Link, bytes: &[u8], got: &mut Vec<u32>| {
@@ -293,8 +287,18 @@ fn replayed_and_very_old_packets_are_discarded_whole() {
             }
         })
     };
-    for p in &packets {
-        feed(&mut b, p, &mut got);
+    // Each packet arrives and is acknowledged (a link keeps at most 32 packets of reliable
+    // events unacknowledged).
+    for seq in 1..=40u32 {
+        a.queue_event(custom(seq, true));
+        let mut buf = [0u8; 1400];
+        let len = a.write_packet(now, &mut buf, meta(5), None).unwrap();
+        packets.push(buf[..len].to_vec());
+        feed(&mut b, &buf[..len], &mut got);
+        let len = b.write_packet(now, &mut buf, meta(6), None).unwrap();
+        let mut events = Vec::new();
+        let packet = decode_packet(&buf[..len], &mut events).unwrap();
+        a.handle_packet(now, &packet.header, None, &events, &mut |_| {});
     }
     use net_core::session::PacketVerdict;
     assert_eq!(

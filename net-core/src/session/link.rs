@@ -52,6 +52,14 @@ impl Default for LinkConfig {
 const SENT_WINDOW: usize = 1024;
 /// Received sequence numbers covered by the ack bits.
 const ACK_BITS: u32 = 32;
+/// Most packets carrying reliable events a link has in flight: counted from the oldest packet
+/// that last carried a still unacknowledged reliable event to the packet being written, packets
+/// with reliable events only (a packet of state alone neither counts nor waits). One
+/// acknowledgement names the latest sequence and the 32 before it, and a receiver reads a burst
+/// in one frame and answers once, so a link that sent more at once would see the older ones as
+/// lost though they arrived, and send their events again. New reliable events wait in the queue
+/// until acknowledgements open the window; retransmissions are never held back.
+pub const RELIABLE_PACKET_WINDOW: u64 = ACK_BITS as u64;
 /// Loss is measured over this many resolved packets (acked or given up on).
 const LOSS_WINDOW: u32 = 256;
 
@@ -123,6 +131,9 @@ struct InFlight {
     tag: u64,
     event: RemoteEvent,
     last_sent: Instant,
+    /// The number of the packet with reliable events that last carried it (see
+    /// `Link::reliable_packets`).
+    last_packet: u64,
     acked: bool,
 }
 
@@ -196,6 +207,13 @@ pub struct Link {
     /// up to date by every change to `in_flight`, so that the checks a game makes every frame
     /// (`wants_to_send`, `next_retransmit`) do not walk the window.
     earliest_unacked_sent: Option<Instant>,
+    /// How many packets with reliable events (new or retransmitted) this link has written; such
+    /// a packet is numbered by this count once written.
+    reliable_packets: u64,
+    /// The smallest `last_packet` of the unacknowledged events in `in_flight` (None: none),
+    /// kept up to date with `earliest_unacked_sent`: where the window of
+    /// [`RELIABLE_PACKET_WINDOW`] starts.
+    oldest_unacked_packet: Option<u64>,
     // --- incoming ---
     latest_received: Option<u32>,
     received_bits: u32,
@@ -236,6 +254,8 @@ impl Link {
             numbered_unsent: 0,
             in_flight: VecDeque::new(),
             earliest_unacked_sent: None,
+            reliable_packets: 0,
+            oldest_unacked_packet: None,
             latest_received: None,
             received_bits: 0,
             next_expected_id: 1,
@@ -329,22 +349,36 @@ impl Link {
         })
     }
 
-    /// Whether events wait for their first transmission (and the in-flight window has room for
-    /// reliable ones).
+    /// Whether events wait for their first transmission (and the in-flight windows have room
+    /// for reliable ones).
     pub fn has_new_events(&self) -> bool {
         match self.queued.front() {
             None => false,
-            Some((_, _, ev, id)) if ev.is_reliable() => id.is_some() || self.window_has_room(),
-            Some(_) => true,
+            Some((_, _, ev, id)) => self.may_send(ev, *id),
         }
+    }
+
+    /// Whether a queued event (with its reliable id, if given) may go in the next packet, as
+    /// far as the windows go: an unreliable one always; a reliable one while the packet window
+    /// ([`RELIABLE_PACKET_WINDOW`]) is open and it has an id or may get one (`max_in_flight`).
+    fn may_send(&self, event: &RemoteEvent, id: Option<u32>) -> bool {
+        !event.is_reliable()
+            || (self.packet_window_open(self.reliable_packets + 1)
+                && (id.is_some() || self.window_has_room()))
+    }
+
+    /// Whether packet `number` (see `reliable_packets`) may carry new reliable events: it stays
+    /// within [`RELIABLE_PACKET_WINDOW`] packets of the oldest one that still carries an
+    /// unacknowledged event.
+    fn packet_window_open(&self, number: u64) -> bool {
+        debug_assert_eq!(self.oldest_unacked_packet, self.scan_unacked().1);
+        self.oldest_unacked_packet
+            .is_none_or(|oldest| number - oldest < RELIABLE_PACKET_WINDOW)
     }
 
     /// When the earliest retransmission becomes due, if any event is in flight.
     pub fn next_retransmit(&self, _now: Instant) -> Option<Instant> {
-        debug_assert_eq!(
-            self.earliest_unacked_sent,
-            self.scan_earliest_unacked_sent()
-        );
+        debug_assert_eq!(self.earliest_unacked_sent, self.scan_unacked().0);
         // The same rto is added to every send time, so the earliest send gives the earliest.
         self.earliest_unacked_sent.map(|t| t + self.rto())
     }
@@ -352,21 +386,18 @@ impl Link {
     /// Whether a retransmission is due at `now` (the test `write_packet` applies to each event
     /// in flight, applied to the earliest sent: if that one is not due, none is).
     fn retransmission_due(&self, now: Instant) -> bool {
-        debug_assert_eq!(
-            self.earliest_unacked_sent,
-            self.scan_earliest_unacked_sent()
-        );
+        debug_assert_eq!(self.earliest_unacked_sent, self.scan_unacked().0);
         self.earliest_unacked_sent
             .is_some_and(|t| now.saturating_duration_since(t) >= self.rto())
     }
 
-    /// `earliest_unacked_sent` computed from the window.
-    fn scan_earliest_unacked_sent(&self) -> Option<Instant> {
-        self.in_flight
-            .iter()
-            .filter(|f| !f.acked)
-            .map(|f| f.last_sent)
-            .min()
+    /// `earliest_unacked_sent` and `oldest_unacked_packet` computed from the window.
+    fn scan_unacked(&self) -> (Option<Instant>, Option<u64>) {
+        let unacked = || self.in_flight.iter().filter(|f| !f.acked);
+        (
+            unacked().map(|f| f.last_sent).min(),
+            unacked().map(|f| f.last_packet).min(),
+        )
     }
 
     // ----- what the game asks -------------------------------------------------------------
@@ -422,8 +453,9 @@ impl Link {
         }
     }
 
-    /// Add to `origins` (each once) the origins of the events waiting for their first
-    /// transmission or for a retransmission due at `now` (a relay writes one packet per origin).
+    /// Add to `origins` (each once) the origins of the events waiting for a retransmission due
+    /// at `now` or for their first transmission, if the windows let them go (a relay writes one
+    /// packet per origin).
     pub fn pending_origins(&self, now: Instant, origins: &mut Vec<Option<u8>>) {
         let rto = self.rto();
         let due = self
@@ -431,9 +463,26 @@ impl Link {
             .iter()
             .filter(|f| !f.acked && now.saturating_duration_since(f.last_sent) >= rto)
             .map(|f| f.origin);
-        for origin in due.chain(self.queued.iter().map(|(o, _, _, _)| *o)) {
+        for origin in due {
             if !origins.contains(&origin) {
                 origins.push(origin);
+            }
+        }
+        // Queued events as far as the windows let them go: after an origin's first held
+        // reliable event, nothing of that origin goes (its packet would carry nothing).
+        let window_open = self.packet_window_open(self.reliable_packets + 1);
+        let room = self.window_has_room();
+        let mut held = [0u64; 5]; // origins 0-255, and bit 256 for none
+        for (origin, _, event, id) in &self.queued {
+            let bit = origin.map_or(256, usize::from);
+            let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+            if held[word] & mask != 0 {
+                continue;
+            }
+            if event.is_reliable() && !(window_open && (id.is_some() || room)) {
+                held[word] |= mask;
+            } else if !origins.contains(origin) {
+                origins.push(*origin);
             }
         }
     }
@@ -544,8 +593,11 @@ impl Link {
         let mut carried = std::mem::take(&mut self.carried_scratch);
         carried.clear();
         let rto = self.rto();
-        // Retransmissions first: they are older than anything new. (The window is walked only
-        // when the earliest event sent is due.)
+        // The number this packet gets if it carries reliable events.
+        let packet_number = self.reliable_packets + 1;
+        // Retransmissions first: they are older than anything new, and never wait for the
+        // packet window (they are what opens it). (The window is walked only when the earliest
+        // event sent is due.)
         if self.retransmission_due(now) {
             for flight in self
                 .in_flight
@@ -561,22 +613,27 @@ impl Link {
                 }
                 self.stats.retransmissions += 1;
                 flight.last_sent = now;
+                flight.last_packet = packet_number;
                 carried.push(flight.id);
             }
         }
         if !carried.is_empty() {
-            self.earliest_unacked_sent = self.scan_earliest_unacked_sent();
+            self.reliable_packets = packet_number;
+            (self.earliest_unacked_sent, self.oldest_unacked_packet) = self.scan_unacked();
         }
-        // New events in creation order (a relay packet takes only its origin's).
+        // New events in creation order (a relay packet takes only its origin's). Reliable ones
+        // only while the packet window is open (checked once: this packet's own events do not
+        // close it).
         self.number_queued();
+        let window_open = self.packet_window_open(packet_number);
         let mut index = 0;
         while let Some((origin, _, event, id)) = self.queued.get(index) {
             if !wanted(*origin) {
                 index += 1;
                 continue;
             }
-            if event.is_reliable() && id.is_none() {
-                break; // the in-flight window is full
+            if event.is_reliable() && (id.is_none() || !window_open) {
+                break; // a window is full: this event and the ones after it wait
             }
             if !writer.push_parts(*id, event)? {
                 break;
@@ -600,12 +657,15 @@ impl Link {
                         tag,
                         event,
                         last_sent: now,
+                        last_packet: packet_number,
                         acked: false,
                     },
                 );
                 self.stats.reliable_sent += 1;
                 self.earliest_unacked_sent =
                     Some(self.earliest_unacked_sent.map_or(now, |t| t.min(now)));
+                self.oldest_unacked_packet.get_or_insert(packet_number);
+                self.reliable_packets = packet_number;
                 carried.push(id);
             }
         }
@@ -826,6 +886,7 @@ impl Link {
         if !acked_ids.is_empty() {
             acked_ids.sort_unstable();
             let mut earliest = None::<Instant>;
+            let mut oldest = None::<u64>;
             for flight in self.in_flight.iter_mut() {
                 if !flight.acked && acked_ids.binary_search(&flight.id).is_ok() {
                     flight.acked = true;
@@ -834,9 +895,12 @@ impl Link {
                 if !flight.acked {
                     let t = flight.last_sent;
                     earliest = Some(earliest.map_or(t, |e| e.min(t)));
+                    let n = flight.last_packet;
+                    oldest = Some(oldest.map_or(n, |o| o.min(n)));
                 }
             }
             self.earliest_unacked_sent = earliest;
+            self.oldest_unacked_packet = oldest;
             while self.in_flight.front().is_some_and(|f| f.acked) {
                 self.in_flight.pop_front();
             }

@@ -31,7 +31,9 @@ use crate::wire::{DecodedPacket, PacketType, WireEvent};
 use crate::Node;
 pub use early::EarlyEvents;
 pub use events::GameEvent;
-pub use link::{Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict};
+pub use link::{
+    Delivery, Link, LinkConfig, LinkStats, PacketMeta, PacketVerdict, RELIABLE_PACKET_WINDOW,
+};
 pub use players::{ObjectOwners, Player, PlayerTable};
 use resume::{is_game_event, HOLD_LIMIT};
 pub use resume::{ParkedStream, ResumeState, ResumeStats};
