@@ -232,7 +232,11 @@ fn states_keep_flowing_while_the_burst_waits_for_acknowledgements() {
     );
     let after = net.endpoint(0).unwrap().link_stats(1);
     assert_eq!(after.packets_lost - before.packets_lost, 0, "{after:?}");
-    assert_eq!(after.retransmissions - before.retransmissions, 0, "{after:?}");
+    assert_eq!(
+        after.retransmissions - before.retransmissions,
+        0,
+        "{after:?}"
+    );
 }
 
 /// Under real loss the window still lets every event through, exactly once and in order, and
@@ -305,7 +309,10 @@ fn a_relay_link_stops_at_the_window_and_goes_on_when_acknowledged() {
             .write_packet(now, &mut buf, relay_meta(3), None)
             .unwrap();
         packets.push(buf[..len].to_vec());
-        assert!(packets.len() <= BURST as usize, "the relay keeps writing packets");
+        assert!(
+            packets.len() <= BURST as usize,
+            "the relay keeps writing packets"
+        );
     }
     assert_eq!(packets.len() as u64, RELIABLE_PACKET_WINDOW);
     assert!(!relay.has_new_events());

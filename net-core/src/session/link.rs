@@ -1,7 +1,8 @@
 //! A link: what one endpoint keeps about one remote node. Packet sequence numbers and
 //! acknowledgements (sequence, ack, 32 ack bits), the reliable event stream in both directions
-//! (retransmitted until acknowledged, delivered exactly once and in order), and RTT and loss
-//! measured from acknowledgements. Sans-IO: time is passed in, bytes go in and out as slices.
+//! (retransmitted until acknowledged, delivered exactly once and in order, at most
+//! [`RELIABLE_PACKET_WINDOW`] packets of it unacknowledged), and RTT and loss measured from
+//! acknowledgements. Sans-IO: time is passed in, bytes go in and out as slices.
 //!
 //! Methods come in the usual sans-IO kinds: getters; `queue_event` (what the game asks);
 //! `write_packet` (what goes out, when the owner decides a packet is due); `handle_packet`
