@@ -263,7 +263,8 @@ impl NET_Event {
             RemoteEvent::PlayerList(_)
             | RemoteEvent::ConnectQueue(_)
             | RemoteEvent::PlayerStatus { .. }
-            | RemoteEvent::Resume(_) => {
+            | RemoteEvent::Resume(_)
+            | RemoteEvent::Rate(_) => {
                 NET_Event::empty(NET_EVENT_ERROR, player_id).with_text(b"internal event")
             }
         }

@@ -269,6 +269,7 @@ pub enum EventType {
     Custom = 11,
     PlayerStatus = 12,
     Resume = 13,
+    Rate = 14,
 }
 
 impl EventType {
@@ -287,6 +288,7 @@ impl EventType {
             11 => EventType::Custom,
             12 => EventType::PlayerStatus,
             13 => EventType::Resume,
+            14 => EventType::Rate,
             _ => return None,
         })
     }
@@ -347,6 +349,10 @@ pub enum RemoteEvent {
     /// players (after a backend switch or a rejoin): see `session::resume`. Never given to the
     /// game.
     Resume(ResumeStep),
+    /// The sender's receive rate (`net.rate`) in bytes per second (0: unlimited): whoever sends
+    /// to it (a peer, the gameserver) holds ship states back so what it sends stays near the
+    /// rate; events are never held back for it. Never given to the game.
+    Rate(u32),
 }
 
 /// Most earlier tokens a RE_RESUME hello lists.
@@ -412,6 +418,7 @@ impl RemoteEvent {
             RemoteEvent::Custom { .. } => EventType::Custom,
             RemoteEvent::PlayerStatus { .. } => EventType::PlayerStatus,
             RemoteEvent::Resume(_) => EventType::Resume,
+            RemoteEvent::Rate(_) => EventType::Rate,
         }
     }
 

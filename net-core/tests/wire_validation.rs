@@ -350,10 +350,10 @@ fn event_header_rules_reject_the_packet_at_the_offending_field() {
             UnknownEventType(0),
         ),
         (
-            "event type 14",
-            packet(&[raw_event(14, 1, 0, Some(1), &[])]),
+            "event type 15",
+            packet(&[raw_event(15, 1, 0, Some(1), &[])]),
             24,
-            UnknownEventType(14),
+            UnknownEventType(15),
         ),
         (
             "event type 99",

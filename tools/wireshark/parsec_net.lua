@@ -46,6 +46,7 @@ Fields (display filter names)
             2 answer, 3 done), parsecnet.event.token_count, parsecnet.event.earlier_token,
             parsecnet.event.your_token, parsecnet.event.my_token,
             parsecnet.event.delivered_id
+            RE_RATE (type 14, the sender's receive rate): parsecnet.event.rate
   Entries   RE_PLAYERLIST: parsecnet.player, parsecnet.player.slot, parsecnet.player.flags,
             parsecnet.player.joined, parsecnet.player.flags.reserved, parsecnet.player.token,
             parsecnet.player.node, parsecnet.player.address (generated: the node read as a
@@ -103,7 +104,7 @@ local packet_types = {
 local RE_CREATEOBJECT, RE_CREATELASER, RE_CREATEMISSILE, RE_CREATEEXTRA = 1, 2, 3, 4
 local RE_KILLOBJECT, RE_SENDTEXT, RE_PLAYERNAME, RE_PARTICLEOBJECT = 5, 6, 7, 8
 local RE_PLAYERLIST, RE_CONNECTQUEUE, RE_CUSTOM, RE_PLAYERSTATUS = 9, 10, 11, 12
-local RE_RESUME = 13
+local RE_RESUME, RE_RATE = 13, 14
 
 local event_types = {
     [RE_CREATEOBJECT] = "RE_CREATEOBJECT",
@@ -119,6 +120,7 @@ local event_types = {
     [RE_CUSTOM] = "RE_CUSTOM",
     [RE_PLAYERSTATUS] = "RE_PLAYERSTATUS",
     [RE_RESUME] = "RE_RESUME",
+    [RE_RATE] = "RE_RATE",
 }
 
 -- Body sizes of the event types whose body has a fixed size.
@@ -130,6 +132,7 @@ local fixed_body_len = {
     [RE_KILLOBJECT] = 5,
     [RE_PARTICLEOBJECT] = 14,
     [RE_PLAYERSTATUS] = 2,
+    [RE_RATE] = 4,
 }
 
 local joined_names = { [0] = "unjoined", [1] = "joined" }
@@ -213,6 +216,8 @@ F.ev_data_length = ProtoField.uint16("parsecnet.event.data_length", "Data length
 F.ev_data = ProtoField.bytes("parsecnet.event.data", "Data")
 F.ev_joined = ProtoField.uint8("parsecnet.event.joined", "Joined", base.DEC, joined_names)
 F.ev_unjoin_flag = ProtoField.uint8("parsecnet.event.unjoin_flag", "Unjoin flag", base.DEC)
+F.ev_rate = ProtoField.uint32("parsecnet.event.rate", "Receive rate (bytes/s, 0 unlimited)",
+    base.DEC)
 F.ev_resume_step =
     ProtoField.uint8("parsecnet.event.resume_step", "Resume step", base.DEC, resume_steps)
 F.ev_token_count = ProtoField.uint8("parsecnet.event.token_count", "Token count", base.DEC)
@@ -727,6 +732,15 @@ body[RE_RESUME] = function(ctx, cur, tree)
         return "done"
     elseif step then
         problem(ctx, step_item, E.invalid, string.format("resume step %d is not 1, 2 or 3", step))
+    end
+    return nil
+end
+
+-- RE_RATE (net-core's; not in the game's event set): the sender's receive rate (`net.rate`).
+body[RE_RATE] = function(ctx, cur, tree)
+    local rate = add_uint(ctx, cur, tree, F.ev_rate, 4, "rate")
+    if rate then
+        return rate == 0 and "rate unlimited" or string.format("rate %d bytes/s", rate)
     end
     return nil
 end

@@ -192,6 +192,9 @@ pub fn net_sendfreq(
     let (lo, hi) = SEND_HZ_RANGE;
     let hz = number_in(args, lo.into(), hi.into(), "Hz")? as u32;
     sub.settings_mut().set_send_hz(hz)?;
+    if sub.apply_rates_to_game() {
+        return Ok(format!("net.sendfreq = {hz} Hz (in this game from now on)"));
+    }
     Ok(format!("net.sendfreq = {hz} Hz (from the next connect)"))
 }
 
@@ -201,6 +204,7 @@ pub fn net_rate(sub: &mut Subsystem, _name: &str, args: &str, _now: Instant) -> 
     }
     let rate = number_in(args, 0, 100_000_000, "bytes per second")? as u32;
     sub.settings_mut().rate = rate;
+    sub.apply_rates_to_game();
     Ok(format!("net.rate = {rate} bytes/s"))
 }
 

@@ -35,6 +35,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::rmev::{EarlierTokens, RemoteEvent, ResumeStep, MAX_SLOTS};
+use crate::session::rate::RateBudget;
 use crate::session::resume::is_game_event;
 use crate::session::{Delivery, Link, LinkConfig, LinkNumbering, PacketMeta, PacketVerdict};
 use crate::wire::{decode_packet, PacketType, WireEvent};
@@ -113,6 +114,9 @@ struct Client {
     seated_after: u64,
     /// What its earlier sessions sent (from its hello): never relayed back to it.
     earlier_selves: Vec<OwnEvents>,
+    /// The receive rate it asked for (RE_RATE, `net.rate`): states to it are held back while
+    /// what it was sent is over that rate.
+    budget: RateBudget,
 }
 
 impl Client {
@@ -310,6 +314,7 @@ impl RelayCore {
             answers: Vec::new(),
             seated_after: self.serial,
             earlier_selves: Vec::new(),
+            budget: RateBudget::default(),
         });
         self.pending_since.get_or_insert(now);
     }
@@ -448,6 +453,15 @@ impl RelayCore {
                     event: RemoteEvent::Resume(step),
                     ..
                 } => self.handle_resume(now, origin, step),
+                // Its receive rate: for the relay only.
+                Delivery::Event {
+                    event: RemoteEvent::Rate(rate),
+                    ..
+                } => {
+                    if let Some(c) = self.clients[usize::from(origin)].as_mut() {
+                        c.budget.set_rate(rate);
+                    }
+                }
                 Delivery::Event { event, .. } => {
                     self.stats.events_in += 1;
                     self.serial += 1;
@@ -526,7 +540,11 @@ impl RelayCore {
             // One packet per player with something for this client: its state and events.
             let origins = &mut self.origins;
             origins.clear();
-            origins.extend(client.outbox.state_origins().map(Some));
+            // Over its receive rate, the newest states wait in the outbox (events do not).
+            let states_allowed = client.budget.allows_state(now, 1);
+            if states_allowed {
+                origins.extend(client.outbox.state_origins().map(Some));
+            }
             client.link.pending_origins(now, origins);
             let keepalive_due = client
                 .last_sent
@@ -535,7 +553,11 @@ impl RelayCore {
                 origins.push(None);
             }
             for origin in origins.drain(..) {
-                let state = origin.and_then(|o| client.outbox.take_state(o));
+                let state = if client.budget.allows_state(now, 1) {
+                    origin.and_then(|o| client.outbox.take_state(o))
+                } else {
+                    None
+                };
                 let joined = origin.is_some();
                 let meta = PacketMeta {
                     kind: if joined {
@@ -557,6 +579,7 @@ impl RelayCore {
                         data.extend_from_slice(&buf[..len]);
                         self.out.push_back((client.addr, data));
                         client.last_sent = Some(now);
+                        client.budget.spend(now, 1, len);
                         self.stats.packets_sent += 1;
                     }
                     Err(err) => log::error!("relay: cannot encode a packet: {err}"),
@@ -636,6 +659,10 @@ impl RelayCore {
                     c.outbox.next_due(self.config.event_delay),
                     c.link.next_retransmit(c.last_heard),
                     c.held.as_ref().map(|(_, since)| *since + HOLD_LIMIT),
+                    c.outbox
+                        .state_origins()
+                        .next()
+                        .and_then(|_| c.budget.state_ready_at(1)),
                 ]
             })
             .flatten()

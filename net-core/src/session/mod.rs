@@ -19,6 +19,7 @@ pub mod events;
 pub mod link;
 pub mod parking;
 pub mod players;
+pub mod rate;
 pub mod resume;
 
 use std::collections::VecDeque;
@@ -133,6 +134,9 @@ pub struct SessionConfig {
     pub peer_timeout: Duration,
     /// Largest packet (the backend's maximum payload).
     pub max_payload: usize,
+    /// This client's receive rate in bytes per second (`net.rate`, 0: unlimited), told to
+    /// every remote with RE_RATE.
+    pub receive_rate: u32,
     pub link: LinkConfig,
 }
 
@@ -143,6 +147,7 @@ impl Default for SessionConfig {
             keepalive_interval: Duration::from_millis(500),
             peer_timeout: Duration::from_secs(20),
             max_payload: 1400,
+            receive_rate: 0,
             link: LinkConfig {
                 ack_with_next_frame: true,
                 ..LinkConfig::default()
@@ -233,6 +238,10 @@ struct Remote {
     /// session: since when, and its RE_RESUME steps so far (the hello first), handled once that
     /// player has gone silent or left, or the claim is refused (see `settle_claims`).
     claim: Option<(Instant, Vec<ResumeStep>)>,
+    /// The receive rate last told to this remote with RE_RATE (0: none told, unlimited).
+    rate_told: u32,
+    /// The receive rate this remote asked for (its RE_RATE) and what it has taken.
+    budget: rate::RateBudget,
 }
 
 /// The game loop of a connected client.
@@ -497,6 +506,24 @@ impl Session {
 
     pub fn config(&self) -> &SessionConfig {
         &self.config
+    }
+
+    /// `net.rate` in a game: the remotes are told the new receive rate with the next packets.
+    pub fn set_receive_rate(&mut self, rate: u32) {
+        self.config.receive_rate = rate;
+    }
+
+    /// `net.sendfreq` in a game: states go at the new interval from the next tick on.
+    pub fn set_send_interval(&mut self, interval: Duration) {
+        self.config.send_interval = interval;
+    }
+
+    /// The receive rate the remote in `slot` (mesh) or the server (star) asked for (0: none).
+    pub fn remote_rate(&self, slot: Option<u8>) -> u32 {
+        self.remotes
+            .iter()
+            .find(|r| r.slot == slot)
+            .map_or(0, |r| r.budget.rate())
     }
 
     /// The link to the player in `slot` (mesh) or to the server (star, any slot).
@@ -932,6 +959,18 @@ impl Session {
                         self.handle_resume(now, origin, step);
                     }
                 }
+                // Between this client and the sender (mesh) or the server (star): never for
+                // the game, never relayed.
+                Delivery::Event {
+                    origin,
+                    event: RemoteEvent::Rate(rate),
+                } => {
+                    if self.star == origin.is_none() {
+                        if let Some(remote) = self.remotes.get_mut(index) {
+                            remote.budget.set_rate(rate);
+                        }
+                    }
+                }
                 Delivery::Event {
                     origin: Some(origin),
                     event,
@@ -1299,6 +1338,12 @@ impl Session {
         if self.remotes.iter().any(|r| r.hello_due) {
             self.queue_due_hellos();
         }
+        // The receive rate goes to every remote after its hello, and again when it changes.
+        let rate = self.config.receive_rate;
+        for remote in self.remotes.iter_mut().filter(|r| r.rate_told != rate) {
+            remote.rate_told = rate;
+            remote.link.queue_event(RemoteEvent::Rate(rate));
+        }
         let count = self.remotes.len();
         for step in 0..count {
             let index = (self.next_remote + step) % count;
@@ -1311,6 +1356,7 @@ impl Session {
             let tick = self.tick;
             let state = self.local_state;
             let max = self.config.max_payload.min(buf.len());
+            let senders = count;
             let remote = &mut self.remotes[index];
             let kind = remote.pending_kind.take().unwrap_or(if joined {
                 PacketType::GameState
@@ -1318,6 +1364,7 @@ impl Session {
                 PacketType::NodeAlive
             });
             let send_state = joined
+                && remote.budget.allows_state(now, senders)
                 && (remote.state_version_sent != state_version
                     || remote
                         .state_sent_at
@@ -1342,6 +1389,7 @@ impl Session {
             }
             match written {
                 Ok(len) => {
+                    remote.budget.spend(now, senders, len);
                     let after =
                         remote.link.stats().reliable_sent + remote.link.stats().retransmissions;
                     self.stats.events_sent += after - before;
@@ -1390,6 +1438,7 @@ impl Session {
         self.joined
             && remote.tick_served < self.tick
             && remote.state_version_sent != self.state_version
+            && remote.budget.allows_state(now, self.remotes.len())
     }
 
     /// When the session next needs `handle_timeout` / `poll_transmit`.
@@ -1412,8 +1461,14 @@ impl Session {
             if let Some((_, since)) = remote.held {
                 consider(since + HOLD_LIMIT);
             }
-            if remote.hello_due {
+            if remote.hello_due || remote.rate_told != self.config.receive_rate {
                 consider(remote.last_heard);
+            }
+            // A state held back for the remote's receive rate goes when the budget refills.
+            if self.joined && remote.state_version_sent != self.state_version {
+                if let Some(t) = remote.budget.state_ready_at(self.remotes.len()) {
+                    consider(t.max(self.next_tick));
+                }
             }
             if let Some((since, steps)) = &remote.claim {
                 let silence = self.earlier_session_silence();
@@ -1541,6 +1596,8 @@ impl Remote {
             answers: Vec::new(),
             added_at_serial: 0,
             claim: None,
+            rate_told: 0,
+            budget: rate::RateBudget::default(),
         }
     }
 }

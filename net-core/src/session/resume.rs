@@ -83,6 +83,7 @@ pub fn is_game_event(event: &RemoteEvent) -> bool {
             | RemoteEvent::PlayerList(_)
             | RemoteEvent::ConnectQueue(_)
             | RemoteEvent::Resume(_)
+            | RemoteEvent::Rate(_)
     )
 }
 

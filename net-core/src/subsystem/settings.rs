@@ -48,6 +48,7 @@ impl NetSettings {
             send_interval: Duration::from_secs(1) / self.send_hz.max(1),
             peer_timeout: self.peer_timeout,
             max_payload,
+            receive_rate: self.rate,
             ..SessionConfig::default()
         }
     }

@@ -49,6 +49,7 @@ pub fn fixed_body_len(ty: EventType) -> Option<usize> {
         EventType::KillObject => Some(5),
         EventType::ParticleObject => Some(14),
         EventType::PlayerStatus => Some(2),
+        EventType::Rate => Some(4),
         EventType::SendText
         | EventType::PlayerName
         | EventType::PlayerList
@@ -184,7 +185,7 @@ pub fn validate_parts(reliable_id: Option<u32>, event: &RemoteEvent) -> Result<(
         {
             Err(EncodeError::ZeroToken)
         }
-        RemoteEvent::PlayerStatus { .. } | RemoteEvent::Resume(_) => Ok(()),
+        RemoteEvent::PlayerStatus { .. } | RemoteEvent::Resume(_) | RemoteEvent::Rate(_) => Ok(()),
         RemoteEvent::PlayerList(entries) => {
             entry_count(entries.len())?;
             let mut seen = 0u32;
@@ -345,6 +346,7 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
             w.u32(*delivered)
         }
         RemoteEvent::Resume(ResumeStep::Done) => w.u8(RESUME_DONE),
+        RemoteEvent::Rate(rate) => w.u32(*rate),
         RemoteEvent::PlayerList(entries) => {
             w.u8(u8::try_from(entries.len()).map_err(|_| EncodeError::BadCount(entries.len()))?)?;
             for e in entries {
@@ -578,6 +580,7 @@ fn read_body(
                 _ => return Err(DecodeError::new(at, DecodeProblem::ReservedBitsSet)),
             }
         }
+        EventType::Rate => RemoteEvent::Rate(r.u32()?),
         EventType::PlayerList => {
             let count = read_count(r)?;
             let mut entries = Vec::with_capacity(count);

@@ -1,0 +1,185 @@
+//! `net.rate`: a client's receive rate (told with RE_RATE) is kept by the gameserver relay:
+//! with three players sending state at 60 Hz, what goes to a client that asked for 2000 bytes/s
+//! stays near that, it still gets states, and every reliable event arrives once and in order.
+//! Sans-IO and virtual time.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use net_core::relay::{RelayConfig, RelayCore};
+use net_core::rmev::{ChatText, EarlierTokens, RemoteEvent, ResumeStep, ShipState};
+use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
+use net_core::wire::{decode_packet, PacketType};
+
+const SERVER_TOKEN: u32 = 0xBEEF;
+
+fn addr(slot: u8) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7000 + u16::from(slot)))
+}
+
+struct Client {
+    slot: u8,
+    link: Link,
+    bytes_in: usize,
+    states_in: usize,
+    texts: Vec<(u8, String)>,
+}
+
+impl Client {
+    fn packet(
+        &mut self,
+        now: Instant,
+        state: Option<ShipState>,
+        events: Vec<RemoteEvent>,
+    ) -> Vec<u8> {
+        for event in events {
+            assert!(self.link.queue_event(event));
+        }
+        let meta = PacketMeta {
+            kind: PacketType::GameState,
+            sender_slot: Some(self.slot),
+            joined: true,
+            token: 100 + u32::from(self.slot),
+            relay: false,
+        };
+        let mut buf = [0u8; 1400];
+        let len = self
+            .link
+            .write_packet(now, &mut buf, meta, state.as_ref())
+            .unwrap();
+        buf[..len].to_vec()
+    }
+
+    fn receive(&mut self, now: Instant, data: &[u8]) {
+        self.bytes_in += data.len();
+        let mut events = Vec::new();
+        let packet = decode_packet(data, &mut events).unwrap();
+        let mut out = Vec::new();
+        self.link.handle_packet(
+            now,
+            &packet.header,
+            packet.state.as_ref(),
+            &events,
+            &mut |d| out.push(d),
+        );
+        for d in out {
+            match d {
+                Delivery::State { .. } => self.states_in += 1,
+                Delivery::Event {
+                    origin: Some(o),
+                    event: RemoteEvent::SendText(t),
+                } => self
+                    .texts
+                    .push((o, String::from_utf8_lossy(t.as_bytes()).into_owned())),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Run 10 virtual seconds: clients 1-3 send a new state every 1/60 s and a chat line every
+/// 100 ms; client 0 (asking for `rate`) answers every 50 ms. Returns client 0.
+fn run(rate: u32) -> (Client, Vec<Vec<String>>) {
+    let start = Instant::now();
+    let mut relay = RelayCore::new(RelayConfig {
+        server_token: SERVER_TOKEN,
+        ..RelayConfig::default()
+    });
+    let mut clients: Vec<Client> = (0..4u8)
+        .map(|slot| Client {
+            slot,
+            link: Link::new(LinkConfig::default()),
+            bytes_in: 0,
+            states_in: 0,
+            texts: Vec::new(),
+        })
+        .collect();
+    for c in &mut clients {
+        relay.add_client(start, c.slot, addr(c.slot), 100 + u32::from(c.slot));
+        let mut first = vec![RemoteEvent::Resume(ResumeStep::Hello(
+            EarlierTokens::default(),
+        ))];
+        if c.slot == 0 {
+            first.push(RemoteEvent::Rate(rate));
+        }
+        let p = c.packet(start, None, first);
+        relay.handle_datagram(start, addr(c.slot), &p);
+    }
+    let mut sent: Vec<Vec<String>> = vec![Vec::new(); 4];
+    let step = Duration::from_millis(1);
+    let mut buf = [0u8; 1400];
+    for ms in 1..=10_000u64 {
+        let now = start + step * ms as u32;
+        for slot in 1..4u8 {
+            // 60 Hz, spread over the players.
+            if (ms * 60 + u64::from(slot) * 300) % 1000 < 60 {
+                let mut events = Vec::new();
+                if ms % 100 == u64::from(slot) {
+                    let line = format!("{slot}:{ms}");
+                    sent[usize::from(slot)].push(line.clone());
+                    events.push(RemoteEvent::SendText(
+                        ChatText::new(line.as_bytes()).unwrap(),
+                    ));
+                }
+                let state = ShipState {
+                    pos: [ms as f32, f32::from(slot), 0.0],
+                    ..ShipState::default()
+                };
+                let c = &mut clients[usize::from(slot)];
+                let p = c.packet(now, Some(state), events);
+                relay.handle_datagram(now, addr(slot), &p);
+            }
+        }
+        if ms % 50 == 0 {
+            let p = clients[0].packet(now, None, Vec::new());
+            relay.handle_datagram(now, addr(0), &p);
+        }
+        if relay.poll_timeout().is_some_and(|t| t <= now) {
+            relay.handle_timeout(now);
+        }
+        while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
+            let slot = (to.port() - 7000) as usize;
+            clients[slot].receive(now, &buf[..len]);
+        }
+    }
+    let zero = clients.swap_remove(0);
+    (zero, sent)
+}
+
+#[test]
+fn a_client_with_a_receive_rate_gets_about_that_many_bytes_and_every_event_in_order() {
+    let (unlimited, _) = run(0);
+    let (limited, sent) = run(2000);
+    // Unlimited: every state of three players at 60 Hz (over 10 kB/s).
+    assert!(
+        unlimited.bytes_in > 100_000,
+        "unlimited got {} bytes",
+        unlimited.bytes_in
+    );
+    // Limited: near 2000 bytes/s over 10 s (a quarter second's burst, packets of events).
+    assert!(
+        limited.bytes_in <= 2000 * 10 * 12 / 10,
+        "a client asking for 2000 bytes/s got {} bytes in 10 s (unlimited: {})",
+        limited.bytes_in,
+        unlimited.bytes_in
+    );
+    // It still sees the others move, and every chat line arrives once, in order per sender.
+    eprintln!(
+        "unlimited {} limited {} states {}",
+        unlimited.bytes_in, limited.bytes_in, limited.states_in
+    );
+    assert!(limited.states_in > 100, "states: {}", limited.states_in);
+    for slot in 1..4u8 {
+        let got: Vec<String> = limited
+            .texts
+            .iter()
+            .filter(|(o, _)| *o == slot)
+            .map(|(_, t)| t.clone())
+            .collect();
+        assert_eq!(
+            got,
+            sent[usize::from(slot)],
+            "chat lines from player {slot}"
+        );
+    }
+}
