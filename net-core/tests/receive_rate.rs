@@ -183,3 +183,69 @@ fn a_client_with_a_receive_rate_gets_about_that_many_bytes_and_every_event_in_or
         );
     }
 }
+
+mod mesh {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use net_core::rmev::{PlayerName, ShipState};
+    use net_core::session::{LocalPlayer, NodeEq, Session, SessionConfig};
+    use net_core::wire::decode_packet;
+    use net_core::Node;
+
+    fn node(last: u8) -> Node {
+        let mut n = Node::default();
+        n.bytes[0] = last;
+        n
+    }
+
+    /// A joined player whose ship changes every millisecond: how many packets with its state
+    /// went to the other player in each second of `seconds`, calling `at_second(s, session)`
+    /// at the start of each.
+    fn states_per_second(seconds: u32, mut at_second: impl FnMut(u32, &mut Session)) -> Vec<usize> {
+        let start = Instant::now();
+        let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
+        let me = LocalPlayer {
+            slot: 0,
+            token: 0x1111,
+            name: PlayerName::new(b"mover").unwrap(),
+        };
+        let mut session = Session::new_mesh(SessionConfig::default(), node_eq, me, start);
+        let other = PlayerName::new(b"other").unwrap();
+        session.add_player(start, 1, node(2), 0x2222, other, true);
+        session.join().expect("join");
+        let mut buf = vec![0u8; 1400];
+        let mut counts = vec![0; seconds as usize];
+        let mut events = Vec::new();
+        for ms in 0..seconds * 1000 {
+            let now = start + Duration::from_millis(u64::from(ms));
+            if ms % 1000 == 0 {
+                at_second(ms / 1000, &mut session);
+            }
+            let state = ShipState {
+                pos: [ms as f32, 0.0, 0.0],
+                ..ShipState::default()
+            };
+            session.set_local_state(state);
+            while let Some((_, len)) = session.poll_transmit(now, &mut buf) {
+                let packet = decode_packet(&buf[..len], &mut events).unwrap();
+                if packet.state.is_some() {
+                    counts[(ms / 1000) as usize] += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn a_send_frequency_changed_in_the_game_applies_from_then_on() {
+        let counts = states_per_second(4, |s, session| {
+            if s == 2 {
+                session.set_send_interval(Duration::from_secs(1) / 5);
+            }
+        });
+        // 20 Hz, then 5 Hz (one more or less at the edges of a second).
+        assert!((19..=21).contains(&counts[1]), "{counts:?}");
+        assert!((4..=6).contains(&counts[3]), "{counts:?}");
+    }
+}
