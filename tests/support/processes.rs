@@ -71,6 +71,24 @@ impl ServerProcess {
     }
 }
 
+impl ServerProcess {
+    /// Send it SIGTERM (a graceful stop) and wait until it has exited.
+    pub fn terminate(&mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM: {status}");
+        let _ = self.child.wait();
+    }
+
+    /// End it at once, as a crash would (SIGKILL).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -269,7 +269,40 @@ impl ServerClient {
         )
     }
 
+    /// Why a server that accepted the join is of the other kind than this client's protocol,
+    /// or `None`. Our servers tell an extended client their UDP game port (0 for a
+    /// slotserver), and both kinds take the same join: without this check a gameserver client
+    /// on a slotserver sent its packets to a port nobody relays from, and a slotserver client
+    /// on a gameserver played peer to peer beside the relay until the gameserver dropped it,
+    /// both "connected" without a word. A design server says no port: it is taken as asked.
+    fn other_kind(&self, accepted: &Accepted) -> Option<String> {
+        let udp = accepted.udp_port?;
+        let at = self
+            .server_peer
+            .map_or_else(|| "the server".to_string(), |p| p.to_string());
+        let (is, why, should) = match self.kind {
+            ProtocolKind::GameServer if udp == 0 => (
+                ProtocolKind::SlotServer,
+                "it has no UDP port for game packets".to_string(),
+                "slotserver",
+            ),
+            ProtocolKind::SlotServer if udp != 0 => (
+                ProtocolKind::GameServer,
+                format!("it takes the game packets on UDP port {udp}"),
+                "gameserver",
+            ),
+            _ => return None,
+        };
+        Some(format!(
+            "{at} is a {is}, not a {} ({why}); choose `net.subsys {should}`, then connect again",
+            self.kind
+        ))
+    }
+
     fn take_accepted(&mut self, now: Instant, accepted: Accepted) -> NetResult<()> {
+        if let Some(text) = self.other_kind(&accepted) {
+            return Err(NetError::new(ErrorCode::Unsupported, text));
+        }
         let params = self.params.clone().expect("params while active");
         let me = LocalPlayer {
             slot: accepted.slot,
@@ -965,5 +998,71 @@ mod tests {
         client.disconnect(at, "disconnected").unwrap();
         let closing = stream_commands(&mut client);
         assert!(says_remove_me_and_closes(&closing), "{closing:?}");
+    }
+
+    /// The client of one kind joined at 10.0.0.1:6581; the answer is `accepted`.
+    fn answered(kind: ProtocolKind, accepted: &str) -> (ServerClient, Vec<GameEvent>) {
+        let start = Instant::now();
+        let mut client = ServerClient::new(kind);
+        client.connect(start, params_named("maverick")).unwrap();
+        opened(&mut client, start);
+        stream_commands(&mut client);
+        client.handle_stream(start, StreamEvent::Line(accepted.into()));
+        let events = std::iter::from_fn(|| client.poll_event()).collect();
+        (client, events)
+    }
+
+    #[test]
+    fn a_server_of_the_other_kind_is_left_with_an_error_naming_it() {
+        let (mut client, events) = answered(
+            ProtocolKind::GameServer,
+            "join from maverick accepted, slot: 0, server name: s udp: 0 token: 5",
+        );
+        assert!(
+            matches!(&events[..], [GameEvent::Error { text }] if text == "10.0.0.1:6581 is a slotserver, not a gameserver (it has no UDP port for game packets); choose `net.subsys slotserver`, then connect again"),
+            "{events:?}"
+        );
+        assert!(!client.is_active());
+        assert!(says_remove_me_and_closes(&stream_commands(&mut client)));
+
+        let (mut client, events) = answered(
+            ProtocolKind::SlotServer,
+            "join from maverick accepted, slot: 0, server name: s udp: 6522 token: 5",
+        );
+        assert!(
+            matches!(&events[..], [GameEvent::Error { text }] if text == "10.0.0.1:6581 is a gameserver, not a slotserver (it takes the game packets on UDP port 6522); choose `net.subsys gameserver`, then connect again"),
+            "{events:?}"
+        );
+        assert!(!client.is_active());
+        assert!(says_remove_me_and_closes(&stream_commands(&mut client)));
+    }
+
+    #[test]
+    fn a_server_of_the_same_kind_or_one_that_says_no_port_is_joined() {
+        for (kind, line) in [
+            (
+                ProtocolKind::GameServer,
+                "join from maverick accepted, slot: 0, server name: s udp: 6522 token: 5",
+            ),
+            (
+                ProtocolKind::SlotServer,
+                "join from maverick accepted, slot: 0, server name: s udp: 0 token: 5",
+            ),
+            (
+                ProtocolKind::GameServer,
+                "join from maverick accepted, slot: 0, server name: s",
+            ),
+            (
+                ProtocolKind::SlotServer,
+                "join from maverick accepted, slot: 0, server name: s",
+            ),
+        ] {
+            let (client, events) = answered(kind, line);
+            assert!(
+                matches!(&events[..], [GameEvent::Connected { slot: 0 }]),
+                "{kind} {line}: {events:?}"
+            );
+            assert!(client.is_active());
+        }
     }
 }
