@@ -64,6 +64,23 @@ fn a_bad_value_is_named_with_the_option_and_exits_2() {
         ),
         ("masterserver", &["--title", ""], "--title: '' must be"),
         ("masterserver", &["--title", &long_title], "--title: 'ttt"),
+        // Printable ASCII of the right length, but a masterserver could not read it back: the
+        // message says why (it used to say only "1-31 printable ASCII characters").
+        (
+            "slotserver",
+            &["--name", "Gamma os: Quadrant"],
+            "--name: 'Gamma os: Quadrant' must be 1-31 printable ASCII characters, without \" os: \"",
+        ),
+        (
+            "gameserver",
+            &["--os", "linux url: x"],
+            "--os: 'linux url: x' must be 1-31 printable ASCII characters, without \" maxplayers: \" or \" url: \"",
+        ),
+        (
+            "slotserver",
+            &["--os", "linux maxplayers: 9"],
+            "--os: 'linux maxplayers: 9' must be 1-31 printable ASCII characters, without",
+        ),
     ];
     for (kind, args, expected) in cases {
         let out = server(kind, args);

@@ -190,7 +190,9 @@ pub fn parse_common(
             "--name" => {
                 let name = cursor.value(flag)?;
                 o.name = validate_name(name).map_err(|_| {
-                    format!("--name: '{name}' must be 1-31 printable ASCII characters")
+                    format!(
+                        "--name: '{name}' must be 1-31 printable ASCII characters, without \" os: \" (it would end the name in a masterserver's join line)"
+                    )
                 })?;
             }
             "--max-players" => {
@@ -219,8 +221,11 @@ pub fn parse_common(
             }
             "--os" => {
                 let os = cursor.value(flag)?;
-                o.os = validate_os(os)
-                    .map_err(|_| format!("--os: '{os}' must be 1-31 printable ASCII characters"))?;
+                o.os = validate_os(os).map_err(|_| {
+                    format!(
+                        "--os: '{os}' must be 1-31 printable ASCII characters, without \" maxplayers: \" or \" url: \" (they would end the OS in a masterserver's join line)"
+                    )
+                })?;
             }
             "--master-keepalive" => o.master_keepalive = seconds(flag, cursor.value(flag)?)?,
             "--idle-timeout" => o.idle_timeout = seconds(flag, cursor.value(flag)?)?,
