@@ -81,6 +81,20 @@ fn a_bad_value_is_named_with_the_option_and_exits_2() {
             &["--os", "linux maxplayers: 9"],
             "--os: 'linux maxplayers: 9' must be 1-31 printable ASCII characters, without",
         ),
+        // The same masterserver twice listed the server twice there (the bad port after it
+        // stops a run that would take the duplicate).
+        (
+            "gameserver",
+            &[
+                "--master",
+                "Master.example",
+                "--master",
+                "master.example:6502",
+                "--port",
+                "70000",
+            ],
+            "--master: 'master.example:6502' is given twice (as master.example:6502)",
+        ),
     ];
     for (kind, args, expected) in cases {
         let out = server(kind, args);

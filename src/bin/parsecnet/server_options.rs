@@ -209,7 +209,15 @@ pub fn parse_common(
                 if o.masters.len() >= MAX_MASTERS {
                     return Err(format!("--master: at most {MAX_MASTERS} masterservers"));
                 }
-                o.masters.push(parse_master(cursor.value(flag)?)?);
+                let text = cursor.value(flag)?;
+                let master = parse_master(text)?;
+                // Registered twice, the server would be listed twice by the same masterserver.
+                if o.masters.iter().any(|m| m.eq_ignore_ascii_case(&master)) {
+                    return Err(format!(
+                        "--master: '{text}' is given twice (as {master}); a server registers once with each masterserver"
+                    ));
+                }
+                o.masters.push(master);
             }
             "--url" => {
                 let url = cursor.value(flag)?;
