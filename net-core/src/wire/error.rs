@@ -22,7 +22,7 @@ pub enum DecodeProblem {
     ReservedBitsSet,
     /// A field, or the body a length announces, runs past the end of the packet.
     Truncated,
-    /// The packet sequence number is 0 (sequences start at 1).
+    /// The packet sequence number is 0 (never used: a link starts where its token picks and skips 0).
     ZeroSequence,
     /// The ack fields are non-zero although the "ack fields valid" flag is clear.
     AckFieldsWithoutFlag,
@@ -30,7 +30,7 @@ pub enum DecodeProblem {
     ZeroAck,
     /// A session token is 0.
     ZeroToken,
-    /// The event type byte is not 1-13.
+    /// The event type byte is not 1-14.
     UnknownEventType(u8),
     /// The reliable flag is clear on an event type that is always reliable.
     BadReliableFlag,
