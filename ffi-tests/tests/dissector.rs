@@ -2,10 +2,11 @@
 //!
 //! `decodes_every_field_and_flags_malformed_packets` writes a capture file of game packets built
 //! here byte by byte from docs/wire-format.md: every packet type, every remote event type with
-//! distinct values in all its fields (and RE_RESUME), the header flags and ack bits, empty
-//! strings, IPv4, IPv6 and non-UDP nodes, malformed packets (header and body cut short, wrong
-//! body lengths, trailing bytes, an unsupported version, unknown types, reserved bits, invalid
-//! values, non-finite floats), and datagrams that are not game packets.
+//! distinct values in all its fields (and RE_RESUME; RE_RATE with a rate above i32::MAX and with
+//! 0), the header flags and ack bits, empty strings, IPv4, IPv6 and non-UDP nodes, malformed
+//! packets (header and body cut short, wrong body lengths, trailing bytes, an unsupported
+//! version, unknown types, reserved bits, invalid values, non-finite floats, an unreliable
+//! RE_RATE of the wrong length), and datagrams that are not game packets.
 //! tshark reads it with the dissector: every field must show the value written, the Info column
 //! its summary, every malformed packet exactly its expert infos, valid packets none, other
 //! datagrams must be left alone, and there must be no Lua error. The heuristic can be switched
@@ -87,6 +88,7 @@ const RE_CONNECTQUEUE: u8 = 10;
 const RE_CUSTOM: u8 = 11;
 const RE_PLAYERSTATUS: u8 = 12;
 const RE_RESUME: u8 = 13;
+const RE_RATE: u8 = 14;
 
 const FLAG_STATE: u8 = 1;
 const FLAG_JOINED: u8 = 2;
@@ -825,7 +827,7 @@ fn every_event_packet() -> Wire {
         ack: 999,
         bits: 0xFFFF_FFFF,
         token: 0x0102_0304,
-        ..Header::new(GAME_STATE, 3, 13)
+        ..Header::new(GAME_STATE, 3, 15)
     };
     let state = ship_state(
         [1.5, -2.25, 300.0],
@@ -897,6 +899,9 @@ fn every_event_packet() -> Wire {
         event(RE_CUSTOM, None, w().u16(303).u16(40).raw(&custom_bytes())),
         event(RE_PLAYERSTATUS, Some(11), w().u8(0).u8(7)),
         event(RE_CUSTOM, Some(12), w().u16(304).u16(0)),
+        // Above i32::MAX: read as an unsigned 32-bit number.
+        event(RE_RATE, Some(13), w().u32(3_000_000_000)),
+        event(RE_RATE, Some(14), w().u32(0)),
     ];
     events
         .into_iter()
@@ -911,7 +916,7 @@ fn check_every_event_packet(f: &Frame) {
         assert_eq!(g.uint(&format!("parsecnet.flags.{flag}")), 1, "flag {flag}");
     }
     assert_eq!(g.uint("parsecnet.flags.reserved"), 0);
-    assert_eq!(g.uint("parsecnet.count"), 13);
+    assert_eq!(g.uint("parsecnet.count"), 15);
     assert_eq!(g.uint("parsecnet.seq"), 1000);
     assert_eq!(g.uint("parsecnet.ack"), 999);
     assert_eq!(g.uint("parsecnet.ack_bits"), 0xFFFF_FFFF);
@@ -930,28 +935,31 @@ fn check_every_event_packet(f: &Frame) {
     assert_eq!(state.bytes("parsecnet.state.game"), game_area());
 
     let events = f.events();
-    assert_eq!(events.len(), 13, "{}", f.dump());
+    assert_eq!(events.len(), 15, "{}", f.dump());
     let types: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.type"))
         .collect();
-    assert_eq!(types, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 11]);
+    assert_eq!(types, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 11, 14, 14]);
     let reliable: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.reliable"))
         .collect();
-    assert_eq!(reliable, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1]);
+    assert_eq!(reliable, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]);
     let ids: Vec<u64> = events
         .iter()
         .filter(|e| e.has("parsecnet.event.id"))
         .map(|e| e.uint("parsecnet.event.id"))
         .collect();
-    assert_eq!(ids, (1..=12).collect::<Vec<u64>>());
+    assert_eq!(ids, (1..=14).collect::<Vec<u64>>());
     let lengths: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.length"))
         .collect();
-    assert_eq!(lengths, [38, 30, 34, 18, 5, 10, 6, 14, 88, 42, 44, 2, 4]);
+    assert_eq!(
+        lengths,
+        [38, 30, 34, 18, 5, 10, 6, 14, 88, 42, 44, 2, 4, 4, 4]
+    );
 
     let e = events[0];
     assert_eq!(e.uint("parsecnet.event.object_id"), 2001);
@@ -1027,6 +1035,8 @@ fn check_every_event_packet(f: &Frame) {
     assert_eq!(e.uint("parsecnet.event.custom_type"), 304);
     assert_eq!(e.uint("parsecnet.event.data_length"), 0);
     assert!(!e.has("parsecnet.event.data"));
+    assert_eq!(events[13].uint("parsecnet.event.rate"), 3_000_000_000);
+    assert_eq!(events[14].uint("parsecnet.event.rate"), 0);
 
     assert_eq!(
         f.info,
@@ -1036,7 +1046,7 @@ fn check_every_event_packet(f: &Frame) {
          RE_KILLOBJECT object 2003, RE_SENDTEXT \"hi, there\", RE_PLAYERNAME \"carol\", \
          RE_PARTICLEOBJECT type 17, RE_PLAYERLIST [3 carol, 0 dave], RE_CONNECTQUEUE [erin], \
          RE_CUSTOM type 303 (40 bytes), RE_PLAYERSTATUS unjoined (flag 7), \
-         RE_CUSTOM type 304 (0 bytes)"
+         RE_CUSTOM type 304 (0 bytes), RE_RATE rate 3000000000 bytes/s, RE_RATE rate unlimited"
     );
 }
 
@@ -1335,6 +1345,22 @@ fn decodes_every_field_and_flags_malformed_packets() {
         message: "token count 5 is above 4",
     });
 
+    let bad_rate = d.add(
+        "unreliable RE_RATE with a 5-byte body",
+        Header::new(NODE_ALIVE, 1, 1).wire().append(raw_event(
+            RE_RATE,
+            0,
+            5,
+            None,
+            w().u32(9600).u8(0xEE),
+        )),
+    );
+    malformed.push(Malformed {
+        frame: bad_rate,
+        kinds: &["invalid", "length_mismatch", "length_mismatch"],
+        message: "RE_RATE bodies are 4 bytes, not 5",
+    });
+
     // Datagrams that are not game packets.
     let raw_on_game_port = d.add_on("raw datagram on 6526", HEUR_SRC, 6526, w().raw(b"hello"));
     let v2_elsewhere = d.add("version 2 elsewhere", v2);
@@ -1454,6 +1480,9 @@ fn decodes_every_field_and_flags_malformed_packets() {
         frame(body_past_end).game().text("parsecnet.event.text"),
         "hello"
     );
+    let f = frame(bad_rate);
+    assert_eq!(f.game().uint("parsecnet.event.rate"), 9600);
+    assert_eq!(f.game().bytes("parsecnet.event.extra_bytes"), [0xEE]);
     let f = frame(fixed_len);
     assert_eq!(f.game().uint("parsecnet.event.object_id"), 77);
     assert_eq!(f.game().uint("parsecnet.event.list_id"), 3);
