@@ -973,19 +973,60 @@ fn flying(base: f32, frame: u32) -> ShipState {
     }
 }
 
-/// The live game of `a_played_demo_answers_every_lookup_as_the_live_game_did`: alice records,
+/// The live game of the demo tests (`a_played_demo_answers_every_lookup_as_the_live_game_did`
+/// and the others): alice records,
 /// bob plays with her. Each frame both set their ship state (alice's first only once she is
 /// connected, so her own slot shows her state before it moved), run their frame and alice
 /// handles her events. `step` runs between frames until it returns true.
 struct LiveGame {
     alice: Subsystem,
     bob: Subsystem,
+    /// Bob's node address, as alice connects to it.
+    bob_addr: String,
     frame: u32,
     seen: Vec<Seen>,
     bob_events: Vec<GameEvent>,
 }
 
 impl LiveGame {
+    /// Alice and bob over loopback, each connecting to the other (alice recording to `record`
+    /// from before that, when given), run until alice sees bob and bob has his slot.
+    fn connected(record: Option<&Path>) -> LiveGame {
+        let (mut alice, alice_addr) = loopback_game("alice");
+        let (mut bob, bob_addr) = loopback_game("bob");
+        if let Some(path) = record {
+            console(&mut alice, &format!("record {}", path.display()));
+        }
+        console(&mut alice, &format!("connect {bob_addr}"));
+        console(&mut bob, &format!("connect {alice_addr}"));
+        let mut live = LiveGame {
+            alice,
+            bob,
+            bob_addr,
+            frame: 0,
+            seen: Vec::new(),
+            bob_events: Vec::new(),
+        };
+        live.run_until("both connect", |g| {
+            g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+                && slot_in(g.bob_events.iter().cloned()).is_some()
+        });
+        live
+    }
+
+    /// Both join; runs until bob's ship state reaches alice and returns bob's slot.
+    fn join_until_bobs_ship_arrives(&mut self) -> u8 {
+        let bob_slot = slot_in(self.bob_events.iter().cloned()).expect("bob's slot");
+        console(&mut self.alice, "join");
+        console(&mut self.bob, "join");
+        self.run_until("bob's ship arrives", |g| {
+            g.alice
+                .player_state(bob_slot)
+                .is_ok_and(|s| s.pos[1] == 2000.0)
+        });
+        bob_slot
+    }
+
     fn run_until(&mut self, what: &str, mut done: impl FnMut(&mut LiveGame) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done(self) {
@@ -1034,30 +1075,8 @@ fn slot_in(events: impl IntoIterator<Item = GameEvent>) -> Option<u8> {
 #[test]
 fn a_played_demo_answers_every_lookup_as_the_live_game_did() {
     let path = TempPath::new("lookups");
-    let (mut alice, alice_addr) = loopback_game("alice");
-    let (mut bob, bob_addr) = loopback_game("bob");
-    console(&mut alice, &format!("record {}", path.0.display()));
-    console(&mut alice, &format!("connect {bob_addr}"));
-    console(&mut bob, &format!("connect {alice_addr}"));
-    let mut live = LiveGame {
-        alice,
-        bob,
-        frame: 0,
-        seen: Vec::new(),
-        bob_events: Vec::new(),
-    };
-    live.run_until("both connect", |g| {
-        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
-            && slot_in(g.bob_events.iter().cloned()).is_some()
-    });
-    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
-    console(&mut live.alice, "join");
-    console(&mut live.bob, "join");
-    live.run_until("bob's ship arrives", |g| {
-        g.alice
-            .player_state(bob_slot)
-            .is_ok_and(|s| s.pos[1] == 2000.0)
-    });
+    let mut live = LiveGame::connected(Some(&path.0));
+    let bob_slot = live.join_until_bobs_ship_arrives();
 
     // Both create objects; each kills one of the other's; both rename themselves.
     live.bob
@@ -1255,21 +1274,7 @@ fn a_demo_without_own_player_records_still_plays_and_answers_lookups() {
 #[test]
 fn a_demo_recorded_mid_game_plays_back_the_game_as_it_was() {
     let path = TempPath::new("mid-game");
-    let (mut alice, alice_addr) = loopback_game("alice");
-    let (mut bob, bob_addr) = loopback_game("bob");
-    console(&mut alice, &format!("connect {bob_addr}"));
-    console(&mut bob, &format!("connect {alice_addr}"));
-    let mut live = LiveGame {
-        alice,
-        bob,
-        frame: 0,
-        seen: Vec::new(),
-        bob_events: Vec::new(),
-    };
-    live.run_until("both connect", |g| {
-        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
-            && slot_in(g.bob_events.iter().cloned()).is_some()
-    });
+    let mut live = LiveGame::connected(None);
     let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
     let alice_slot = slot_in(live.seen.iter().map(|s| s.event.clone())).expect("alice's slot");
     console(&mut live.alice, "join");
@@ -1440,21 +1445,7 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     // (the others see the player go, it is not left in their game unseen), says so, shows the
     // demo's events exactly as recorded, and the live DISCONNECTED comes when the demo ends.
     let path = TempPath::new("play-in-game");
-    let (mut alice, alice_addr) = loopback_game("alice");
-    let (mut bob, bob_addr) = loopback_game("bob");
-    console(&mut alice, &format!("connect {bob_addr}"));
-    console(&mut bob, &format!("connect {alice_addr}"));
-    let mut live = LiveGame {
-        alice,
-        bob,
-        frame: 0,
-        seen: Vec::new(),
-        bob_events: Vec::new(),
-    };
-    live.run_until("both connect", |g| {
-        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
-            && slot_in(g.bob_events.iter().cloned()).is_some()
-    });
+    let mut live = LiveGame::connected(None);
     let alice_slot = slot_in(live.seen.iter().map(|s| s.event.clone())).expect("alice's slot");
 
     // Alice records bob's chat line, then stops, still in the game.
@@ -1556,6 +1547,7 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     console(&mut live.alice, "stop");
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo off"), "{status}");
+    let bob_addr = live.bob_addr.clone();
     console(&mut live.alice, &format!("connect {bob_addr}"));
 }
 
@@ -1585,29 +1577,8 @@ fn record_over_an_existing_file_says_it_replaces_it() {
 #[test]
 fn a_state_that_came_with_its_players_departure_does_not_seat_it_again_in_playback() {
     let path = TempPath::new("state-with-leave");
-    let (mut alice, alice_addr) = loopback_game("alice");
-    let (mut bob, bob_addr) = loopback_game("bob");
-    console(&mut alice, &format!("connect {bob_addr}"));
-    console(&mut bob, &format!("connect {alice_addr}"));
-    let mut live = LiveGame {
-        alice,
-        bob,
-        frame: 0,
-        seen: Vec::new(),
-        bob_events: Vec::new(),
-    };
-    live.run_until("both connect", |g| {
-        g.alice_has(|e| matches!(e, GameEvent::PlayerConnected { .. }))
-            && slot_in(g.bob_events.iter().cloned()).is_some()
-    });
-    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
-    console(&mut live.alice, "join");
-    console(&mut live.bob, "join");
-    live.run_until("bob's ship arrives", |g| {
-        g.alice
-            .player_state(bob_slot)
-            .is_ok_and(|s| s.pos[1] == 2000.0)
-    });
+    let mut live = LiveGame::connected(None);
+    let bob_slot = live.join_until_bobs_ship_arrives();
     // Recording begun in the game: the snapshot, then what follows.
     console(&mut live.alice, &format!("record {}", path.0.display()));
     live.seen.clear();
