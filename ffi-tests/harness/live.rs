@@ -339,6 +339,19 @@ impl LiveGame {
         })
     }
 
+    /// Wait until the game prints an EVENT line of `kind` for `slot` after stdout line `from`,
+    /// at most `timeout`; a game that does not fails.
+    pub fn wait_event(&self, from: usize, kind: &str, slot: i32, timeout: Duration) {
+        let wanted = format!("EVENT type={kind} player={slot} ");
+        if self
+            .process
+            .wait_for_line(from, timeout, |l| l.starts_with(&wanted))
+            .is_none()
+        {
+            self.fail(&format!("no {kind} for slot {slot}"));
+        }
+    }
+
     /// Ask for a summary of what the game knows now (`@summary`) and return it.
     pub fn summary_now(&mut self) -> Summary {
         let start = self.process.line_count();
@@ -400,6 +413,16 @@ impl LiveGame {
             name,
             output,
             report,
+        }
+    }
+}
+
+/// Wait until every game has finished (seen everything from the others), each at most
+/// `timeout`; the first that does not fails.
+pub fn wait_all_complete<'a>(games: impl IntoIterator<Item = &'a LiveGame>, timeout: Duration) {
+    for game in games {
+        if !game.wait_complete(timeout) {
+            game.fail("did not get everything from the others in time");
         }
     }
 }

@@ -4,7 +4,7 @@
 //! process holds read from `/proc`, which tells whether it has any UDP socket at all.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -28,6 +28,36 @@ pub fn parsecnet() -> PathBuf {
         );
     }
     path
+}
+
+/// A `c/peer_game.c` command (`program`) for a game of `server` on loopback: `--name NAME`,
+/// `flags`, the console lines `net.udp.bind 127.0.0.1`, `net.udp.ipv6 0` (with `trace` also
+/// `net.trace.bind 127.0.0.1`, `net.trace.ipv6 0`), `net.port 0` and `net.subsys KIND` as
+/// `--exec` lines, `--peer` the server's TCP address and `--duration` (the time to meet the
+/// others). A test adds its own options (further `--exec` lines run after these).
+pub fn game_command(
+    program: &Path,
+    name: &str,
+    flags: &[&str],
+    kind: &str,
+    trace: bool,
+    server: &Server,
+    duration: Duration,
+) -> Command {
+    let mut command = Command::new(program);
+    command.args(["--name", name]).args(flags);
+    let subsys = format!("net.subsys {kind}");
+    let mut lines = vec!["net.udp.bind 127.0.0.1", "net.udp.ipv6 0"];
+    if trace {
+        lines.extend(["net.trace.bind 127.0.0.1", "net.trace.ipv6 0"]);
+    }
+    lines.extend(["net.port 0", &subsys]);
+    for line in lines {
+        command.args(["--exec", line]);
+    }
+    command.args(["--peer", &server.tcp.to_string()]);
+    command.args(["--duration", &duration.as_millis().to_string()]);
+    command
 }
 
 /// A running server.

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use parsec_net_ffi_tests::live::LiveGame;
+use parsec_net_ffi_tests::live::{wait_all_complete, LiveGame};
 use parsec_net_ffi_tests::peer::{check_met_each_other, check_ran_well, GameRun, Summary};
-use parsec_net_ffi_tests::server::Server;
+use parsec_net_ffi_tests::server::{game_command, Server};
 use parsec_net_ffi_tests::{paths, Build};
 
 /// How long the three games may take to meet and finish (they take well under a second).
@@ -62,29 +62,17 @@ fn client(
     server: &Server,
     extra: &[String],
 ) -> Command {
-    let mut command = Command::new(program);
-    command.args(["--name", name, "--control", "--expect", "2"]);
-    for line in [
-        "net.udp.bind 127.0.0.1",
-        "net.udp.ipv6 0",
-        "net.port 0",
-        &format!("net.subsys {protocol}"),
-    ] {
-        command.args(["--exec", line]);
-    }
-    command.args(["--peer", &server.tcp.to_string()]);
-    command.args(["--duration", &MEET_TIMEOUT.as_millis().to_string()]);
+    let mut command = game_command(
+        program,
+        name,
+        &["--control", "--expect", "2"],
+        protocol,
+        false,
+        server,
+        MEET_TIMEOUT,
+    );
     command.args(extra);
     command
-}
-
-/// Wait until every game has finished (seen everything from the others).
-fn wait_all_complete(games: &[LiveGame]) {
-    for game in games {
-        if !game.wait_complete(MEET_TIMEOUT) {
-            game.fail("did not get everything from the others in time");
-        }
-    }
 }
 
 /// Each game saw every other connect under its name, and got the admin's (non-empty) message
@@ -220,7 +208,7 @@ fn three_c_clients_play_through_a_gameserver() {
         }
     }
     games.push(spawn(2));
-    wait_all_complete(&games);
+    wait_all_complete(&games, MEET_TIMEOUT);
     let met_after = started.elapsed();
 
     // Two looks at what each game knows, a second apart: between near ships the state moves on;
@@ -384,7 +372,7 @@ fn the_same_c_clients_play_over_a_slotserver() {
         })
         .collect();
     let started = Instant::now();
-    wait_all_complete(&games);
+    wait_all_complete(&games, MEET_TIMEOUT);
     let met_after = started.elapsed();
     let summaries: Vec<Summary> = games.iter_mut().map(LiveGame::summary_now).collect();
     let slots: Vec<i32> = summaries.iter().map(|s| s.slot).collect();

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::live::{quote, LiveGame};
+use parsec_net_ffi_tests::live::{quote, wait_all_complete, LiveGame};
 use parsec_net_ffi_tests::peer::parse;
 use parsec_net_ffi_tests::process::run;
-use parsec_net_ffi_tests::server::Server;
+use parsec_net_ffi_tests::server::{game_command, Server};
 use parsec_net_ffi_tests::{paths, Build};
 
 const MEET_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,21 +35,16 @@ fn start(kind: &str) -> Server {
 }
 
 fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[String]) -> Command {
-    let mut command = Command::new(program);
-    command.args(["--name", name, "--control", "--lookups", "--expect", "2"]);
-    for line in [
-        "net.udp.bind 127.0.0.1",
-        "net.udp.ipv6 0",
-        "net.trace.bind 127.0.0.1",
-        "net.trace.ipv6 0",
-        "net.port 0",
-        &format!("net.subsys {kind}"),
-    ] {
-        command.args(["--exec", line]);
-    }
+    let mut command = game_command(
+        program,
+        name,
+        &["--control", "--lookups", "--expect", "2"],
+        kind,
+        true,
+        server,
+        MEET_TIMEOUT,
+    );
     command.args(extra);
-    command.args(["--peer", &server.tcp.to_string()]);
-    command.args(["--duration", &MEET_TIMEOUT.as_millis().to_string()]);
     command
 }
 
@@ -74,14 +69,7 @@ impl Drop for DemoDir {
 
 /// Wait until `game` prints an EVENT line of `kind` for `slot` after line `from`.
 fn wait_event(game: &LiveGame, from: usize, kind: &str, slot: i32) {
-    let wanted = format!("EVENT type={kind} player={slot} ");
-    if game
-        .process
-        .wait_for_line(from, EVENT_TIMEOUT, |l| l.starts_with(&wanted))
-        .is_none()
-    {
-        game.fail(&format!("no {kind} for slot {slot}"));
-    }
+    game.wait_event(from, kind, slot, EVENT_TIMEOUT);
 }
 
 fn exec_ok(game: &mut LiveGame, line: &str) -> String {
@@ -205,11 +193,7 @@ fn record_and_play_through(kind: &str) {
     );
     let mut ben = LiveGame::spawn("ben", client(&program, "ben", kind, &server, &[]), false);
     let mut cid = LiveGame::spawn("cid", client(&program, "cid", kind, &server, &[]), false);
-    for game in [&ann, &ben, &cid] {
-        if !game.wait_complete(MEET_TIMEOUT) {
-            game.fail("did not get everything from the others in time");
-        }
-    }
+    wait_all_complete([&ann, &ben, &cid], MEET_TIMEOUT);
     let (a, b, c) = (slot_of(&mut ann), slot_of(&mut ben), slot_of(&mut cid));
 
     // ben starts recording in the middle of the game.

@@ -21,10 +21,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::live::LiveGame;
+use parsec_net_ffi_tests::live::{wait_all_complete, LiveGame};
 use parsec_net_ffi_tests::peer::{Event, Summary};
 use parsec_net_ffi_tests::series::{compare, stop_and_drain};
-use parsec_net_ffi_tests::server::Server;
+use parsec_net_ffi_tests::server::{game_command, Server};
 use parsec_net_ffi_tests::Build;
 
 /// Generous bounds: the machine is shared.
@@ -52,30 +52,21 @@ fn start(kind: &str, extra: &[&str]) -> Server {
 }
 
 fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[String]) -> Command {
-    let mut command = Command::new(program);
-    command.args(["--name", name, "--control"]);
-    for line in [
-        "net.udp.bind 127.0.0.1",
-        "net.udp.ipv6 0",
-        "net.trace.bind 127.0.0.1",
-        "net.trace.ipv6 0",
-        "net.port 0",
-        &format!("net.subsys {kind}"),
-    ] {
-        command.args(["--exec", line]);
-    }
-    command.args(["--peer", &server.tcp.to_string()]);
-    command.args(["--duration", &MEET_TIMEOUT.as_millis().to_string()]);
+    let mut command = game_command(
+        program,
+        name,
+        &["--control"],
+        kind,
+        true,
+        server,
+        MEET_TIMEOUT,
+    );
     command.args(extra);
     command
 }
 
 fn wait_complete(games: &[LiveGame]) {
-    for game in games {
-        if !game.wait_complete(MEET_TIMEOUT) {
-            game.fail("did not get everything from the others in time");
-        }
-    }
+    wait_all_complete(games, MEET_TIMEOUT);
 }
 
 /// Events of `kind` for `slot` the game printed from line `from` on.
@@ -87,14 +78,7 @@ fn count(game: &LiveGame, from: usize, kind: &str, slot: i32) -> usize {
 }
 
 fn wait_event(game: &LiveGame, from: usize, kind: &str, slot: i32) {
-    let wanted = format!("EVENT type={kind} player={slot} ");
-    if game
-        .process
-        .wait_for_line(from, EVENT_TIMEOUT, |l| l.starts_with(&wanted))
-        .is_none()
-    {
-        game.fail(&format!("no {kind} for slot {slot}"));
-    }
+    game.wait_event(from, kind, slot, EVENT_TIMEOUT);
 }
 
 /// Every game knows every other under its name (NET_FetchPlayerName in the summary), in
