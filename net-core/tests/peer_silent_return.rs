@@ -15,25 +15,7 @@ mod support;
 use net_core::protocol::ClientProtocol;
 use net_core::session::{GameEvent, SessionConfig};
 use net_core::sim::{LinkProfile, Network};
-use support::peer_node::PeerNode;
-
-/// Every running peer is in the game and lists all the others in the slots they hold.
-fn everyone_agrees(net: &Network<PeerNode>, expected: usize) -> bool {
-    let peers: Vec<&PeerNode> = net.running().map(|(_, p)| p).collect();
-    if peers.len() != expected || peers.iter().any(|p| p.slot().is_none()) {
-        return false;
-    }
-    peers.iter().all(|p| {
-        let session = p.proto.session().unwrap();
-        session.players().len() == expected - 1
-            && peers.iter().filter(|o| o.index != p.index).all(|o| {
-                session
-                    .players()
-                    .get(o.slot().unwrap())
-                    .is_some_and(|pl| Some(pl.token) == o.token())
-            })
-    })
-}
+use support::peer_node::{everyone_agrees, PeerNode};
 
 #[test]
 fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {

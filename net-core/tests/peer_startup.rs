@@ -14,7 +14,7 @@ use net_core::protocol::peer::{PeerProtocol, PeerTimings};
 use net_core::protocol::ClientProtocol;
 use net_core::session::GameEvent;
 use net_core::sim::{LinkProfile, Network, Rng};
-use support::peer_node::{random_token, PeerNode};
+use support::peer_node::{everyone_agrees, random_token, PeerNode};
 
 /// Invariants that must hold at every instant: no two in-game peers share a slot, and every
 /// peer's table agrees with the slot each listed peer really has.
@@ -60,24 +60,6 @@ fn naming_seed<T>(seed: u64, run: impl FnOnce() -> T + std::panic::UnwindSafe) -
             panic!("seed {seed}: {message}");
         }
     }
-}
-
-/// Every peer in the game sees all the others in the slots they hold.
-fn everyone_agrees(net: &Network<PeerNode>, expected: usize) -> bool {
-    let peers: Vec<&PeerNode> = net.running().map(|(_, p)| p).collect();
-    if peers.len() != expected || peers.iter().any(|p| p.slot().is_none()) {
-        return false;
-    }
-    peers.iter().all(|p| {
-        let session = p.proto.session().unwrap();
-        session.players().len() == expected - 1
-            && peers.iter().filter(|o| o.index != p.index).all(|o| {
-                session
-                    .players()
-                    .get(o.slot().unwrap())
-                    .is_some_and(|pl| Some(pl.token) == o.token())
-            })
-    })
 }
 
 /// One run: `peers` peers started at random instants within `window`, with `loss`.

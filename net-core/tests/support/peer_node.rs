@@ -135,3 +135,22 @@ pub fn random_token(rng: &mut Rng) -> u32 {
         }
     }
 }
+
+/// Every running peer is in the game and sees all the others (`expected` in all) in the slots
+/// they hold, under their tokens.
+pub fn everyone_agrees(net: &sim::Network<PeerNode>, expected: usize) -> bool {
+    let peers: Vec<&PeerNode> = net.running().map(|(_, p)| p).collect();
+    if peers.len() != expected || peers.iter().any(|p| p.slot().is_none()) {
+        return false;
+    }
+    peers.iter().all(|p| {
+        let session = p.proto.session().unwrap();
+        session.players().len() == expected - 1
+            && peers.iter().filter(|o| o.index != p.index).all(|o| {
+                session
+                    .players()
+                    .get(o.slot().unwrap())
+                    .is_some_and(|pl| Some(pl.token) == o.token())
+            })
+    })
+}
