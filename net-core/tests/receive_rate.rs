@@ -3,23 +3,19 @@
 //! stays near that, it still gets states, and every reliable event arrives once and in order.
 //! Sans-IO and virtual time.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
 use net_core::rmev::{ChatText, EarlierTokens, RemoteEvent, ResumeStep, ShipState};
-use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
-use net_core::wire::{decode_packet, PacketType};
+use net_core::session::Delivery;
+use net_core::wire::PacketType;
 
-const SERVER_TOKEN: u32 = 0xBEEF;
+mod support;
 
-fn addr(slot: u8) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 7000 + u16::from(slot)))
-}
+use support::relay_client::{addr, RelayClient, SERVER_TOKEN};
 
 struct Client {
-    slot: u8,
-    link: Link,
+    relay: RelayClient,
     bytes_in: usize,
     states_in: usize,
     texts: Vec<(u8, String)>,
@@ -32,36 +28,12 @@ impl Client {
         state: Option<ShipState>,
         events: Vec<RemoteEvent>,
     ) -> Vec<u8> {
-        for event in events {
-            assert!(self.link.queue_event(event));
-        }
-        let meta = PacketMeta {
-            kind: PacketType::GameState,
-            sender_slot: Some(self.slot),
-            joined: true,
-            token: 100 + u32::from(self.slot),
-            relay: false,
-        };
-        let mut buf = [0u8; 1400];
-        let len = self
-            .link
-            .write_packet(now, &mut buf, meta, state.as_ref())
-            .unwrap();
-        buf[..len].to_vec()
+        self.relay.packet(now, PacketType::GameState, state, events)
     }
 
     fn receive(&mut self, now: Instant, data: &[u8]) {
         self.bytes_in += data.len();
-        let mut events = Vec::new();
-        let packet = decode_packet(data, &mut events).unwrap();
-        let mut out = Vec::new();
-        self.link.handle_packet(
-            now,
-            &packet.header,
-            packet.state.as_ref(),
-            &events,
-            &mut |d| out.push(d),
-        );
+        let (_, out) = self.relay.receive(now, data);
         for d in out {
             match d {
                 Delivery::State { .. } => self.states_in += 1,
@@ -87,23 +59,23 @@ fn run(rate: u32) -> (Client, Vec<Vec<String>>) {
     });
     let mut clients: Vec<Client> = (0..4u8)
         .map(|slot| Client {
-            slot,
-            link: Link::new(LinkConfig::default()),
+            relay: RelayClient::new(slot),
             bytes_in: 0,
             states_in: 0,
             texts: Vec::new(),
         })
         .collect();
     for c in &mut clients {
-        relay.add_client(start, c.slot, addr(c.slot), 100 + u32::from(c.slot));
+        let slot = c.relay.slot;
+        relay.add_client(start, slot, addr(slot), 100 + u32::from(slot));
         let mut first = vec![RemoteEvent::Resume(ResumeStep::Hello(
             EarlierTokens::default(),
         ))];
-        if c.slot == 0 {
+        if slot == 0 {
             first.push(RemoteEvent::Rate(rate));
         }
         let p = c.packet(start, None, first);
-        relay.handle_datagram(start, addr(c.slot), &p);
+        relay.handle_datagram(start, addr(slot), &p);
     }
     let mut sent: Vec<Vec<String>> = vec![Vec::new(); 4];
     let step = Duration::from_millis(1);

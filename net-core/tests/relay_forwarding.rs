@@ -8,73 +8,18 @@ use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
 use net_core::rmev::{ChatText, CustomData, EarlierTokens, RemoteEvent, ResumeStep, ShipState};
-use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
+use net_core::session::Delivery;
 use net_core::wire::{decode_packet, PacketType};
 
-const SERVER_TOKEN: u32 = 0xBEEF;
+mod support;
 
-fn addr(slot: u8) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], 7000 + u16::from(slot)))
-}
+use support::relay_client::{addr, token, RelayClient as Client, SERVER_TOKEN};
 
-fn token(slot: u8) -> u32 {
-    100 + u32::from(slot)
-}
-
-/// A client: its side of the link with the server.
-struct Client {
-    slot: u8,
-    link: Link,
-}
-
-impl Client {
-    fn new(slot: u8) -> Client {
-        Client {
-            slot,
-            link: Link::new(LinkConfig::default()),
-        }
-    }
-
-    fn packet(
-        &mut self,
-        now: Instant,
-        kind: PacketType,
-        state: Option<ShipState>,
-        events: Vec<RemoteEvent>,
-    ) -> Vec<u8> {
-        for event in events {
-            assert!(self.link.queue_event(event));
-        }
-        let meta = PacketMeta {
-            kind,
-            sender_slot: Some(self.slot),
-            joined: true,
-            token: token(self.slot),
-            relay: false,
-        };
-        let mut buf = [0u8; 1400];
-        let len = self
-            .link
-            .write_packet(now, &mut buf, meta, state.as_ref())
-            .unwrap();
-        buf[..len].to_vec()
-    }
-
-    /// Take a packet from the server: (origin, state?, events).
-    fn receive(&mut self, now: Instant, data: &[u8]) -> Vec<Delivery> {
-        let mut events = Vec::new();
-        let packet = decode_packet(data, &mut events).unwrap();
-        assert_eq!(packet.header.token, SERVER_TOKEN);
-        let mut out = Vec::new();
-        self.link.handle_packet(
-            now,
-            &packet.header,
-            packet.state.as_ref(),
-            &events,
-            &mut |d| out.push(d),
-        );
-        out
-    }
+/// Take a packet from the server (it must carry the server's token): what the link delivered.
+fn receive(client: &mut Client, now: Instant, data: &[u8]) -> Vec<Delivery> {
+    let (token, out) = client.receive(now, data);
+    assert_eq!(token, SERVER_TOKEN);
+    out
 }
 
 /// A client that has said its RE_RESUME hello, as every client does with its first packet (the
@@ -127,12 +72,27 @@ fn drain_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<Vec
     let mut others = Vec::new();
     while let Some((to, len)) = relay.poll_transmit(now, &mut buf) {
         if to == addr(client.slot) {
-            packets.push(client.receive(now, &buf[..len]));
+            packets.push(receive(client, now, &buf[..len]));
         } else {
             others.push(to);
         }
     }
     packets
+}
+
+/// The chat lines in everything the relay sends to `client` now.
+fn texts_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<String> {
+    drain_to(relay, client, now)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| match d {
+            Delivery::Event {
+                event: RemoteEvent::SendText(t),
+                ..
+            } => Some(String::from_utf8_lossy(t.as_bytes()).into_owned()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
@@ -288,7 +248,7 @@ fn state_goes_only_to_clients_within_the_distance() {
     let mut got_far = false;
     while let Some((to, len)) = relay.poll_transmit(t, &mut buf) {
         let slot = (to.port() - 7000) as u8;
-        for d in clients[usize::from(slot)].receive(t, &buf[..len]) {
+        for d in receive(&mut clients[usize::from(slot)], t, &buf[..len]) {
             if d == (Delivery::State {
                 origin: Some(0),
                 state: state_at(5.0),
@@ -438,10 +398,7 @@ fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_a
     assert_eq!(relay.stats().address_changes, 0);
     // A spoofer with a wrong token is refused even after silence.
     let later = now + Duration::from_secs(2);
-    let mut spoof = Client {
-        slot: 0,
-        link: Link::new(LinkConfig::default()),
-    };
+    let mut spoof = Client::new(0);
     let mut forged = spoof.packet(later, PacketType::NodeAlive, None, vec![]);
     forged[20..24].copy_from_slice(&0xDEAD_u32.to_be_bytes());
     relay.handle_datagram(later, elsewhere, &forged);
@@ -542,9 +499,9 @@ fn a_client_coming_back_while_its_earlier_self_is_listed_never_gets_its_own_even
         let mut buf = [0u8; 1400];
         while let Some((to, len)) = relay.poll_transmit(at, &mut buf) {
             if to == addr(2) {
-                to_new_a.extend(new_a.receive(at, &buf[..len]));
+                to_new_a.extend(receive(&mut new_a, at, &buf[..len]));
             } else if to == addr(1) {
-                to_b.extend(b.receive(at, &buf[..len]));
+                to_b.extend(receive(&mut b, at, &buf[..len]));
             }
         }
     }
@@ -602,17 +559,7 @@ fn an_ipv4_client_heard_on_a_dual_stack_socket_is_the_client_seated_at_its_ipv4_
         "{stats:?}"
     );
     relay.handle_timeout(now + Duration::from_millis(50));
-    let texts: Vec<String> = drain_to(&mut relay, &mut b, now + Duration::from_millis(50))
-        .into_iter()
-        .flatten()
-        .filter_map(|d| match d {
-            Delivery::Event {
-                event: RemoteEvent::SendText(t),
-                ..
-            } => Some(String::from_utf8_lossy(t.as_bytes()).into_owned()),
-            _ => None,
-        })
-        .collect();
+    let texts = texts_to(&mut relay, &mut b, now + Duration::from_millis(50));
     assert_eq!(texts, ["first"], "the other player hears it at once");
 }
 
@@ -639,17 +586,7 @@ fn a_client_seated_without_a_token_is_known_by_its_first_packets_token() {
     assert_eq!(relay.stats().wrong_tokens, 0, "{:?}", relay.stats());
     let later = now + Duration::from_millis(50);
     relay.handle_timeout(later);
-    let texts: Vec<String> = drain_to(&mut relay, &mut b, later)
-        .into_iter()
-        .flatten()
-        .filter_map(|d| match d {
-            Delivery::Event {
-                event: RemoteEvent::SendText(t),
-                ..
-            } => Some(String::from_utf8_lossy(t.as_bytes()).into_owned()),
-            _ => None,
-        })
-        .collect();
+    let texts = texts_to(&mut relay, &mut b, later);
     assert_eq!(texts, ["hello"], "the other player hears it");
 
     // Its token is now the one it used: a packet from its address with another is refused.

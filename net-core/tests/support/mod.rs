@@ -1,4 +1,5 @@
 //! Helpers shared by the simulated tests (each test file includes this module).
 pub mod link_parts;
 pub mod peer_node;
+pub mod relay_client;
 pub mod seeds;
