@@ -12,26 +12,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::netns::{Lab, MAC_A, MAC_B, VETH_A, VETH_B};
-use common::wire::{ipx_frame, Addr, Injector};
-use common::Sock;
+use common::netns::{Lab, MAC_B, VETH_B};
+use common::wire::{ipx_frame, Addr};
+use common::{injection_lab, Sock};
 
 const NETWORK: u32 = 0x0000_0051;
 const SOCKET: u16 = 0x5101;
-
-fn addrs() -> (Addr, Addr) {
-    let me = Addr {
-        network: NETWORK,
-        node: MAC_B,
-        socket: SOCKET,
-    };
-    let peer = Addr {
-        network: NETWORK,
-        node: MAC_A,
-        socket: 0x7777,
-    };
-    (me, peer)
-}
 
 /// Read everything that waits (a quiet wire ends it): the payloads' first bytes as numbers.
 fn drain(b: &Sock) -> Vec<u32> {
@@ -45,10 +31,7 @@ fn drain(b: &Sock) -> Vec<u32> {
 #[test]
 fn a_burst_of_game_sized_frames_waits_unread_without_loss() {
     let Some(lab) = Lab::new() else { return };
-    let options = format!("interface={VETH_B}\nnetwork={NETWORK:08X}");
-    let b = lab.b.run(|| Sock::open(SOCKET, &options)).expect("open b");
-    let injector = lab.a.run(|| Injector::open(VETH_A));
-    let (me, peer) = addrs();
+    let (b, injector, me, peer) = injection_lab(&lab, NETWORK, SOCKET);
 
     // 400 frames of a 300-byte payload (one 256-byte custom event and its packet), sent while
     // the socket is not read, as a game's burst arrives between two of the receiver's frames.
@@ -81,10 +64,7 @@ fn a_burst_of_game_sized_frames_waits_unread_without_loss() {
 #[test]
 fn frames_the_kernel_drops_are_counted_and_shown() {
     let Some(lab) = Lab::new() else { return };
-    let options = format!("interface={VETH_B}\nnetwork={NETWORK:08X}");
-    let b = lab.b.run(|| Sock::open(SOCKET, &options)).expect("open b");
-    let injector = lab.a.run(|| Injector::open(VETH_A));
-    let (me, peer) = addrs();
+    let (b, injector, me, peer) = injection_lab(&lab, NETWORK, SOCKET);
 
     // Far more than any receive queue holds, unread; then a frame for another socket.
     const FLOOD: u32 = 20_000;

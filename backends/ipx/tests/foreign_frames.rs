@@ -11,9 +11,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::netns::{Lab, MAC_A, MAC_B, VETH_A, VETH_B};
-use common::wire::{ipx_frame, set_ipx_length, Addr, Injector};
-use common::{node_text, print, Sock};
+use common::netns::{Lab, MAC_A, MAC_B};
+use common::wire::{ipx_frame, set_ipx_length, Addr};
+use common::{injection_lab, node_text, print};
 
 const NETWORK: u32 = 0x0000_0042;
 const SOCKET: u16 = 0x5001;
@@ -21,20 +21,7 @@ const SOCKET: u16 = 0x5001;
 #[test]
 fn foreign_frames_are_dropped_and_counted() {
     let Some(lab) = Lab::new() else { return };
-    let options = format!("interface={VETH_B}\nnetwork={NETWORK:08X}");
-    let b = lab.b.run(|| Sock::open(SOCKET, &options)).expect("open b");
-    let injector = lab.a.run(|| Injector::open(VETH_A));
-
-    let me = Addr {
-        network: NETWORK,
-        node: MAC_B,
-        socket: SOCKET,
-    };
-    let peer = Addr {
-        network: NETWORK,
-        node: MAC_A,
-        socket: 0x7777,
-    };
+    let (b, injector, me, peer) = injection_lab(&lab, NETWORK, SOCKET);
     let broadcast = Addr {
         node: [0xff; 6],
         ..me

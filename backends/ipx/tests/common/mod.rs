@@ -85,3 +85,28 @@ impl Sock {
         c_text(&out)
     }
 }
+
+/// The set-up of the tests that inject frames by hand: our socket `socket` on `network`, opened
+/// in namespace B on its veth; a raw injector on the veth of namespace A; our address there
+/// (MAC B) and a peer's (MAC A, socket 0x7777) on the same network.
+#[cfg(target_os = "linux")]
+pub fn injection_lab(
+    lab: &netns::Lab,
+    network: u32,
+    socket: u16,
+) -> (Sock, wire::Injector, wire::Addr, wire::Addr) {
+    let options = format!("interface={}\nnetwork={network:08X}", netns::VETH_B);
+    let b = lab.b.run(|| Sock::open(socket, &options)).expect("open b");
+    let injector = lab.a.run(|| wire::Injector::open(netns::VETH_A));
+    let me = wire::Addr {
+        network,
+        node: netns::MAC_B,
+        socket,
+    };
+    let peer = wire::Addr {
+        network,
+        node: netns::MAC_A,
+        socket: 0x7777,
+    };
+    (b, injector, me, peer)
+}
