@@ -1,7 +1,8 @@
 /*
  * check.h: the small assertion helpers shared by the C test programs (api_errors, bad_backends,
- * jump_table). Every check prints one line ("ok" or "FAIL"), failures are counted, and
- * check_finish() prints the totals and gives the exit status. Define _POSIX_C_SOURCE 200809L
+ * jump_table, contract_pair, rejoin_pair, ...), and the name of an event type as they print it.
+ * Every check prints one line ("ok" or "FAIL"), failures are counted, and check_finish() prints
+ * the totals and gives the exit status. Define _POSIX_C_SOURCE 200809L
  * before including this header (it uses clock_gettime and nanosleep).
  */
 
@@ -77,6 +78,20 @@ static inline int check_finish(const char *program)
     printf("%s: %d checks, %d failed\n", program, check_total, check_failed);
     fflush(stdout);
     return check_failed == 0 && check_total > 0 ? 0 : 1;
+}
+
+/* The name of a NET_EVENT_* type as the programs print it (NET_EVENT_PLAYER_JOINED:
+ * "PLAYER_JOINED"), "?" for a type it does not know. */
+static inline const char *check_event_name(uint32_t type)
+{
+    static const char *const names[] = {
+        "?",           "CONNECTED",     "DISCONNECTED",  "PLAYER_CONNECTED", "PLAYER_DISCONNECTED",
+        "PLAYER_JOINED", "PLAYER_UNJOINED", "PLAYER_NAME", "TEXT",          "CREATE_OBJECT",
+        "CREATE_LASER", "CREATE_MISSILE", "CREATE_EXTRA", "KILL_OBJECT",    "PARTICLE_OBJECT",
+        "CUSTOM",      "ERROR",         "SERVER_LIST",
+    };
+
+    return type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
 static inline long long check_now_ms(void)

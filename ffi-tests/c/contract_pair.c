@@ -45,18 +45,6 @@
 #define MAX_EXECS 16
 #define NEW_NAME_FMT "%s-renamed-0123456789abcdefghij" /* cut to 31 bytes */
 
-static const char *event_names[] = {
-    "?",           "CONNECTED",     "DISCONNECTED",  "PLAYER_CONNECTED", "PLAYER_DISCONNECTED",
-    "PLAYER_JOINED", "PLAYER_UNJOINED", "PLAYER_NAME", "TEXT",          "CREATE_OBJECT",
-    "CREATE_LASER", "CREATE_MISSILE", "CREATE_EXTRA", "KILL_OBJECT",    "PARTICLE_OBJECT",
-    "CUSTOM",      "ERROR",         "SERVER_LIST",
-};
-
-static const char *event_name(uint32_t type)
-{
-    return type < sizeof event_names / sizeof event_names[0] ? event_names[type] : "?";
-}
-
 static void print_event(const NET_Event *e)
 {
     uint32_t hash = 2166136261u; /* FNV-1a of the data bytes */
@@ -67,7 +55,7 @@ static void print_event(const NET_Event *e)
     }
     printf("EVENT %s player=%d object=%u class=%u target=%u flags=%u list=%u custom=%u "
            "pos=%g,%g,%g dir=%g,%g,%g orient=%g,%g,%g,%g len=%u data=%08x text=\"%s\"\n",
-           event_name(e->type), (int)e->player_id, (unsigned)e->object_id,
+           check_event_name(e->type), (int)e->player_id, (unsigned)e->object_id,
            (unsigned)e->object_class, (unsigned)e->target_id, (unsigned)e->flags,
            (unsigned)e->list_id, (unsigned)e->custom_type, e->pos[0], e->pos[1], e->pos[2],
            e->dir[0], e->dir[1], e->dir[2], e->orient[0], e->orient[1], e->orient[2],
@@ -255,7 +243,7 @@ static int send_script(const struct script *s)
         default:
             break;
         }
-        snprintf(what, sizeof what, "sending %s (#%d)", event_name(e->type), i);
+        snprintf(what, sizeof what, "sending %s (#%d)", check_event_name(e->type), i);
         expect_code(what, rc, NET_OK);
         failed += rc != NET_OK;
     }
@@ -440,14 +428,14 @@ static void handle(struct game *g, const NET_Event *e)
         g->next++;
     }
     if (g->next >= g->theirs.count) {
-        expect_true("no event after the other's last one", 0, event_name(e->type));
+        expect_true("no event after the other's last one", 0, check_event_name(e->type));
         return;
     }
     {
         const NET_Event *want = &g->theirs.events[g->next];
 
         snprintf(what, sizeof what, "event #%d from the other: %s", g->next,
-                 event_name(want->type));
+                 check_event_name(want->type));
         expect_true(what, same_event(e, want, why, sizeof why), why);
         g->next++;
         switch (want->type) {
@@ -461,7 +449,7 @@ static void handle(struct game *g, const NET_Event *e)
             int32_t owner = NET_FetchOwner(want->object_id);
 
             snprintf(what, sizeof what, "NET_FetchOwner(%u) while handling its %s",
-                     (unsigned)want->object_id, event_name(want->type));
+                     (unsigned)want->object_id, check_event_name(want->type));
             snprintf(why, sizeof why, "%d (want %d)", (int)owner, (int)g->other);
             expect_true(what, owner == g->other, why);
             break;

@@ -62,18 +62,6 @@ static int server_order;
 /* --same-frame: the actor's unjoins and joins all in one frame (no NETs_MaintainNet between). */
 static int same_frame;
 
-static const char *event_names[] = {
-    "?",           "CONNECTED",     "DISCONNECTED",  "PLAYER_CONNECTED", "PLAYER_DISCONNECTED",
-    "PLAYER_JOINED", "PLAYER_UNJOINED", "PLAYER_NAME", "TEXT",          "CREATE_OBJECT",
-    "CREATE_LASER", "CREATE_MISSILE", "CREATE_EXTRA", "KILL_OBJECT",    "PARTICLE_OBJECT",
-    "CUSTOM",      "ERROR",         "SERVER_LIST",
-};
-
-static const char *event_name(uint32_t type)
-{
-    return type < sizeof event_names / sizeof event_names[0] ? event_names[type] : "?";
-}
-
 struct game {
     int actor;
     int round;
@@ -118,8 +106,8 @@ static void make_states(NET_ShipState states[3], int round)
 
 static void print_event(const NET_Event *e)
 {
-    printf("EVENT %s player=%d list=%u text=\"%s\"\n", event_name(e->type), (int)e->player_id,
-           (unsigned)e->list_id, e->text);
+    printf("EVENT %s player=%d list=%u text=\"%s\"\n", check_event_name(e->type),
+           (int)e->player_id, (unsigned)e->list_id, e->text);
     fflush(stdout);
 }
 
