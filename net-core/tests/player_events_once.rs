@@ -14,16 +14,12 @@ use std::time::{Duration, Instant};
 
 use net_core::protocol::ClientProtocol;
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::PlayerName;
 use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
 use net_core::sim::{self, Endpoint, LinkProfile, Network, Transmit};
 use net_core::wire::decode_packet;
 use net_core::Node;
 use support::peer_node::PeerNode;
-
-fn name(text: &str) -> PlayerName {
-    PlayerName::new(text.as_bytes()).unwrap()
-}
+use support::sessions::{name, node_of, server_addr, SERVER_TOKEN};
 
 /// What the game heard about the player in `slot`, in order, with the slot left out (the
 /// protocols seat players in different slots).
@@ -180,22 +176,6 @@ fn slotserver_newcomer_hears_a_joined_player_join_once_and_each_rename_once() {
 }
 
 // ----- gameserver: star sessions through the relay ---------------------------------------------
-
-const SERVER_TOKEN: u32 = 0x5e5e_0001;
-
-fn server_addr() -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 1], 6522))
-}
-
-/// The session's view of an address (star sessions only compare the server's node).
-fn node_of(addr: SocketAddr) -> Node {
-    let mut node = Node::default();
-    if let SocketAddr::V4(v4) = addr {
-        node.bytes[..4].copy_from_slice(&v4.ip().octets());
-        node.bytes[4..6].copy_from_slice(&v4.port().to_be_bytes());
-    }
-    node
-}
 
 struct StarClient {
     session: Session,

@@ -6,22 +6,20 @@
 //! duplicate yet acknowledged, and the reliable events in it were never delivered (seed 3451 of
 //! the randomly timed switches in `peer_resume.rs`: one event lost for good).
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
-use net_core::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
+use net_core::session::{LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
 use net_core::wire::decode_packet;
 use net_core::Node;
+use support::sessions::{name, numbered, numbers};
 
 fn node(last: u8) -> Node {
     let mut n = Node::default();
     n.bytes[0] = last;
     n
-}
-
-fn name(text: &str) -> PlayerName {
-    PlayerName::new(text.as_bytes()).expect("short name")
 }
 
 fn session(slot: u8, token: u32, now: Instant) -> Session {
@@ -38,14 +36,6 @@ fn session(slot: u8, token: u32, now: Instant) -> Session {
     )
 }
 
-fn numbered(number: u32) -> RemoteEvent {
-    RemoteEvent::Custom {
-        custom_type: 7,
-        data: CustomData::new(&number.to_be_bytes()).expect("small"),
-        reliable: true,
-    }
-}
-
 /// Every datagram `from` has for `to` now, as bytes.
 fn datagrams(from: &mut Session, now: Instant) -> Vec<Vec<u8>> {
     let mut buf = vec![0u8; 1400];
@@ -60,21 +50,6 @@ fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) -> Result<()
     let mut events = Vec::new();
     let packet = decode_packet(data, &mut events).expect("a session's packet decodes");
     to.handle_packet(now, &from, &packet, &events)
-}
-
-/// The numbers of `events` (custom type 7), in order.
-fn numbers(session: &mut Session) -> Vec<u32> {
-    let mut got = Vec::new();
-    while let Some(event) = session.poll_event() {
-        if let GameEvent::Remote {
-            event: RemoteEvent::Custom { data, .. },
-            ..
-        } = event
-        {
-            got.push(u32::from_be_bytes(data.as_bytes().try_into().unwrap()));
-        }
-    }
-    got
 }
 
 #[test]

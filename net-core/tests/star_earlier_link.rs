@@ -7,22 +7,19 @@
 //! (The peer-to-peer and slotserver meshes had the same problem; see `session_earlier_link.rs`.)
 //! Sans-IO and deterministic: no loss, every datagram delivered at once, except the late ones.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
-use net_core::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
+use net_core::session::{LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
 use net_core::wire::decode_packet;
 use net_core::Node;
+use support::sessions::{name, node_of, numbered, numbers, server_addr, SERVER_TOKEN};
 
-const SERVER_TOKEN: u32 = 0x5e5e_0001;
 const STEP: Duration = Duration::from_millis(10);
-
-fn server_addr() -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 1], 6522))
-}
 
 fn a_addr() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 2], 6526))
@@ -31,19 +28,6 @@ fn a_addr() -> SocketAddr {
 /// Both of B's sessions are here.
 fn b_addr() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 3], 6526))
-}
-
-fn node_of(addr: SocketAddr) -> Node {
-    let mut node = Node::default();
-    if let SocketAddr::V4(v4) = addr {
-        node.bytes[..4].copy_from_slice(&v4.ip().octets());
-        node.bytes[4..6].copy_from_slice(&v4.port().to_be_bytes());
-    }
-    node
-}
-
-fn name(text: &str) -> PlayerName {
-    PlayerName::new(text.as_bytes()).expect("short name")
 }
 
 /// A client's star session in `slot`, seated next to the player in `other` (as the server's
@@ -66,28 +50,6 @@ fn client(slot: u8, token: u32, other: (u8, SocketAddr, u32), now: Instant) -> S
     let (slot, addr, token) = other;
     session.add_player(now, slot, node_of(addr), token, name("o"), true);
     session
-}
-
-fn numbered(number: u32) -> RemoteEvent {
-    RemoteEvent::Custom {
-        custom_type: 7,
-        data: CustomData::new(&number.to_be_bytes()).expect("small"),
-        reliable: true,
-    }
-}
-
-fn numbers(session: &mut Session) -> Vec<u32> {
-    let mut got = Vec::new();
-    while let Some(event) = session.poll_event() {
-        if let GameEvent::Remote {
-            event: RemoteEvent::Custom { data, .. },
-            ..
-        } = event
-        {
-            got.push(u32::from_be_bytes(data.as_bytes().try_into().unwrap()));
-        }
-    }
-    got
 }
 
 fn deliver(to: &mut Session, now: Instant, data: &[u8]) -> Result<(), Rejection> {

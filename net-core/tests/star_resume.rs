@@ -11,6 +11,7 @@
 mod support;
 
 use support::seeds::env_number;
+use support::sessions::{node_of, server_addr, SERVER_TOKEN};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -24,25 +25,9 @@ use net_core::sim::Rng;
 use net_core::wire::decode_packet;
 use net_core::Node;
 
-const SERVER_TOKEN: u32 = 0x5e5e_0001;
-const SERVER_ADDR: ([u8; 4], u16) = ([10, 0, 0, 1], 6522);
 const FRAME: Duration = Duration::from_millis(10);
 /// The numbered series' custom event type is 100 + the player (0: A, 1: B).
 const SERIES_TYPE: u16 = 100;
-
-fn server_addr() -> SocketAddr {
-    SocketAddr::from(SERVER_ADDR)
-}
-
-/// The session's view of an address (star sessions only compare the server's node).
-fn node_of(addr: SocketAddr) -> Node {
-    let mut node = Node::default();
-    if let SocketAddr::V4(v4) = addr {
-        node.bytes[..4].copy_from_slice(&v4.ip().octets());
-        node.bytes[4..6].copy_from_slice(&v4.port().to_be_bytes());
-    }
-    node
-}
 
 fn series(player: usize, number: u32) -> RemoteEvent {
     RemoteEvent::Custom {

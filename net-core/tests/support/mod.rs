@@ -3,3 +3,4 @@ pub mod link_parts;
 pub mod peer_node;
 pub mod relay_client;
 pub mod seeds;
+pub mod sessions;

@@ -1,0 +1,57 @@
+//! Pieces of the sans-IO session tests: star sessions' view of the gameserver (its address,
+//! token and the node a session sees an address as), player names, and numbered reliable custom
+//! events (type 7) read back in the order a session gave them.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+
+use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
+use net_core::session::{GameEvent, Session};
+use net_core::Node;
+
+/// The gameserver's token in the star-session tests.
+pub const SERVER_TOKEN: u32 = 0x5e5e_0001;
+
+/// The gameserver's address in the star-session tests.
+pub fn server_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 6522))
+}
+
+/// The session's view of an address (star sessions only compare the server's node).
+pub fn node_of(addr: SocketAddr) -> Node {
+    let mut node = Node::default();
+    if let SocketAddr::V4(v4) = addr {
+        node.bytes[..4].copy_from_slice(&v4.ip().octets());
+        node.bytes[4..6].copy_from_slice(&v4.port().to_be_bytes());
+    }
+    node
+}
+
+pub fn name(text: &str) -> PlayerName {
+    PlayerName::new(text.as_bytes()).expect("short name")
+}
+
+/// A reliable custom event (type 7) carrying `number`.
+pub fn numbered(number: u32) -> RemoteEvent {
+    RemoteEvent::Custom {
+        custom_type: 7,
+        data: CustomData::new(&number.to_be_bytes()).expect("small"),
+        reliable: true,
+    }
+}
+
+/// The numbers of the custom events `session` has for the game now, in order (its other events
+/// are polled and passed over).
+pub fn numbers(session: &mut Session) -> Vec<u32> {
+    let mut got = Vec::new();
+    while let Some(event) = session.poll_event() {
+        if let GameEvent::Remote {
+            event: RemoteEvent::Custom { data, .. },
+            ..
+        } = event
+        {
+            got.push(u32::from_be_bytes(data.as_bytes().try_into().unwrap()));
+        }
+    }
+    got
+}
