@@ -134,6 +134,23 @@ pub fn deliveries(runs: &[GameRun]) -> Vec<Delivery> {
     compare(&games)
 }
 
+/// Each game's name and everything it printed so far.
+pub fn outputs(games: &[crate::live::LiveGame]) -> Vec<(String, String)> {
+    games
+        .iter()
+        .map(|g| (g.name().to_string(), g.process.stdout()))
+        .collect()
+}
+
+/// `compare` over (name, stdout) pairs such as `outputs` gives.
+pub fn compare_outputs(outputs: &[(String, String)]) -> Vec<Delivery> {
+    let views: Vec<(&str, &str)> = outputs
+        .iter()
+        .map(|(n, o)| (n.as_str(), o.as_str()))
+        .collect();
+    compare(&views)
+}
+
 /// Compare what every game `(name, stdout)` queued with what every other received.
 pub fn compare(games: &[(&str, &str)]) -> Vec<Delivery> {
     let sent: Vec<SentSeries> = games.iter().map(|(_, out)| sent(out)).collect();
@@ -204,15 +221,7 @@ pub fn stop_and_drain(
     }
     let drain_start = std::time::Instant::now();
     while drain_start.elapsed() < drain_timeout {
-        let outputs: Vec<(String, String)> = games
-            .iter()
-            .map(|g| (g.name().to_string(), g.process.stdout()))
-            .collect();
-        let views: Vec<(&str, &str)> = outputs
-            .iter()
-            .map(|(n, o)| (n.as_str(), o.as_str()))
-            .collect();
-        if compare(&views)
+        if compare_outputs(&outputs(games))
             .iter()
             .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
         {

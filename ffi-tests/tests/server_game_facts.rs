@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use parsec_net_ffi_tests::live::{wait_all_complete, LiveGame};
 use parsec_net_ffi_tests::peer::{Event, Summary};
-use parsec_net_ffi_tests::series::{compare, stop_and_drain};
+use parsec_net_ffi_tests::series::{compare_outputs, outputs, stop_and_drain};
 use parsec_net_ffi_tests::server::{game_command, Server};
 use parsec_net_ffi_tests::Build;
 
@@ -65,8 +65,38 @@ fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[Stri
     command
 }
 
-fn wait_complete(games: &[LiveGame]) {
-    wait_all_complete(games, MEET_TIMEOUT);
+/// The games `names` of `kind` at `server`, once each has everything from the others (and
+/// knows every other by name), with their slots.
+fn meet(
+    program: &Path,
+    kind: &str,
+    server: &Server,
+    names: &[&str],
+    extra: &[String],
+) -> (Vec<LiveGame>, Vec<i32>) {
+    let mut games: Vec<LiveGame> = names
+        .iter()
+        .map(|n| LiveGame::spawn(n, client(program, n, kind, server, extra), false))
+        .collect();
+    wait_all_complete(&games, MEET_TIMEOUT);
+    let slots = check_names(&mut games, names);
+    (games, slots)
+}
+
+/// How many lines each game has printed so far.
+fn line_counts(games: &[LiveGame]) -> Vec<usize> {
+    games.iter().map(|g| g.process.line_count()).collect()
+}
+
+/// Every game quits with no ERROR event; then the server (`what`) stops cleanly.
+fn quit_without_errors(games: Vec<LiveGame>, server: Server, what: &str) {
+    for game in games {
+        let run = game.quit(QUIT_TIMEOUT);
+        if let Some(e) = run.report.events.iter().find(|e| e.kind == "ERROR") {
+            run.fail(&format!("an error event: {}", e.text));
+        }
+    }
+    server.stop().assert_success(what);
 }
 
 /// Events of `kind` for `slot` the game printed from line `from` on.
@@ -123,14 +153,9 @@ fn five_players_through_a_gameserver_distance_unjoin_rename_leave() {
         extra.extend(["--pos".to_string(), format!("{name}={x},0,0")]);
     }
     extra.extend(["--near".to_string(), DISTANCE.to_string()]);
-    let mut games: Vec<LiveGame> = names
-        .iter()
-        .map(|n| LiveGame::spawn(n, client(&program, n, "gameserver", &server, &extra), false))
-        .collect();
     // Completion means: every other's text, laser and reliable custom event (the far one's
     // too), and a state from every near one.
-    wait_complete(&games);
-    let slots = check_names(&mut games, &names);
+    let (mut games, slots) = meet(&program, "gameserver", &server, &names, &extra);
 
     // The far ship: no state either way, a second apart.
     let first: Vec<Summary> = games.iter_mut().map(LiveGame::summary_now).collect();
@@ -174,7 +199,7 @@ fn five_players_through_a_gameserver_distance_unjoin_rename_leave() {
     }
 
     // ben unjoins: the others see it once, and ben stays in the game past the alive timeout.
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let marks = line_counts(&games);
     let (rc, reply) = games[1].exec("unjoin");
     assert_eq!(rc, 0, "unjoin: {reply}");
     for (i, game) in games.iter().enumerate().filter(|(i, _)| *i != 1) {
@@ -196,14 +221,14 @@ fn five_players_through_a_gameserver_distance_unjoin_rename_leave() {
     }
 
     // cid renames itself: one PLAYER_NAME at each other game.
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let marks = line_counts(&games);
     let (rc, reply) = games[2].exec("name cyd");
     assert_eq!(rc, 0, "name cyd: {reply}");
     for (i, game) in games.iter().enumerate().filter(|(i, _)| *i != 2) {
         wait_event(game, marks[i], "PLAYER_NAME", slots[2]);
     }
     // dan leaves with `disconnect`: one PLAYER_DISCONNECTED at each other game.
-    let leave_marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let leave_marks = line_counts(&games);
     let (rc, reply) = games[3].exec("disconnect");
     assert_eq!(rc, 0, "disconnect: {reply}");
     for (i, game) in games.iter().enumerate().filter(|(i, _)| *i != 3) {
@@ -225,13 +250,7 @@ fn five_players_through_a_gameserver_distance_unjoin_rename_leave() {
             game.fail("dan's leaving did not arrive exactly once");
         }
     }
-    for game in games {
-        let run = game.quit(QUIT_TIMEOUT);
-        if let Some(e) = run.report.events.iter().find(|e| e.kind == "ERROR") {
-            run.fail(&format!("an error event: {}", e.text));
-        }
-    }
-    server.stop().assert_success("the gameserver");
+    quit_without_errors(games, server, "the gameserver");
 }
 
 #[test]
@@ -240,12 +259,7 @@ fn five_players_through_a_slotserver_rename_leave_kill_full() {
     let server = start("slotserver", &["--max-players", "5"]);
     let names = ["ann", "ben", "cid", "dan", "eve"];
     let extra: Vec<String> = vec!["--expect".into(), "4".into()];
-    let mut games: Vec<LiveGame> = names
-        .iter()
-        .map(|n| LiveGame::spawn(n, client(&program, n, "slotserver", &server, &extra), false))
-        .collect();
-    wait_complete(&games);
-    let slots = check_names(&mut games, &names);
+    let (mut games, slots) = meet(&program, "slotserver", &server, &names, &extra);
 
     // A sixth: `server full`, one ERROR event, never connected.
     let sixth = LiveGame::spawn(
@@ -273,7 +287,7 @@ fn five_players_through_a_slotserver_rename_leave_kill_full() {
     }
     let _ = sixth.quit(QUIT_TIMEOUT);
 
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let marks = line_counts(&games);
     let (rc, reply) = games[2].exec("name cyd");
     assert_eq!(rc, 0, "name cyd: {reply}");
     let (rc, reply) = games[3].exec("disconnect");
@@ -311,13 +325,7 @@ fn five_players_through_a_slotserver_rename_leave_kill_full() {
         }
     }
     drop(games.pop());
-    for game in games {
-        let run = game.quit(QUIT_TIMEOUT);
-        if let Some(e) = run.report.events.iter().find(|e| e.kind == "ERROR") {
-            run.fail(&format!("an error event: {}", e.text));
-        }
-    }
-    server.stop().assert_success("the slotserver");
+    quit_without_errors(games, server, "the slotserver");
 }
 
 #[test]
@@ -331,12 +339,7 @@ fn gameserver_series_survive_api_and_subsys_switches() {
         "--series-ms".into(),
         "15".into(),
     ];
-    let mut games: Vec<LiveGame> = names
-        .iter()
-        .map(|n| LiveGame::spawn(n, client(&program, n, "gameserver", &server, &extra), false))
-        .collect();
-    wait_complete(&games);
-    let slots = check_names(&mut games, &names);
+    let (mut games, slots) = meet(&program, "gameserver", &server, &names, &extra);
     for game in games.iter_mut() {
         game.send("@series on");
     }
@@ -351,7 +354,7 @@ fn gameserver_series_survive_api_and_subsys_switches() {
     std::thread::sleep(Duration::from_secs(2));
 
     // cid: gameserver -> peer -> gameserver, and connects again.
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let marks = line_counts(&games);
     let (rc, reply) = games[2].exec("net.subsys peer");
     assert_eq!(rc, 0, "net.subsys peer: {reply}");
     for i in 0..2 {
@@ -396,15 +399,8 @@ fn gameserver_series_survive_api_and_subsys_switches() {
             ));
         }
     }
-    let outputs: Vec<(String, String)> = games
-        .iter()
-        .map(|g| (g.name().to_string(), g.process.stdout()))
-        .collect();
-    let views: Vec<(&str, &str)> = outputs
-        .iter()
-        .map(|(n, o)| (n.as_str(), o.as_str()))
-        .collect();
-    let bad: Vec<String> = compare(&views)
+    let outputs = outputs(&games);
+    let bad: Vec<String> = compare_outputs(&outputs)
         .iter()
         .filter(|d| {
             // cid really left (`net.subsys`): what was in flight to it then is not owed
@@ -417,7 +413,7 @@ fn gameserver_series_survive_api_and_subsys_switches() {
         })
         .map(|d| d.describe())
         .collect();
-    for d in compare(&views) {
+    for d in compare_outputs(&outputs) {
         println!("{}", d.describe());
     }
     if let Ok(dir) = std::env::var("FACTS_DUMP") {
@@ -433,11 +429,5 @@ fn gameserver_series_survive_api_and_subsys_switches() {
             output.stdout
         );
     }
-    for game in games {
-        let run = game.quit(QUIT_TIMEOUT);
-        if let Some(e) = run.report.events.iter().find(|e| e.kind == "ERROR") {
-            run.fail(&format!("an error event: {}", e.text));
-        }
-    }
-    server.stop().assert_success("the gameserver");
+    quit_without_errors(games, server, "the gameserver");
 }
