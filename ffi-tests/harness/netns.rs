@@ -17,6 +17,18 @@ use crate::process::run;
 /// The longest one `ip` command may take.
 const IP_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Whether a test that needs `what` (such as "root for network namespaces") is skipped here
+/// because namespaces cannot be used; if so it prints `SKIPPED: needs WHAT (why)`.
+pub fn skip_without(what: &str) -> bool {
+    match unavailable() {
+        Some(why) => {
+            println!("SKIPPED: needs {what} ({why})");
+            true
+        }
+        None => false,
+    }
+}
+
 /// Why namespaces cannot be used here, or `None` if they can (root, and `ip netns` works).
 pub fn unavailable() -> Option<String> {
     let uid = Command::new("id")

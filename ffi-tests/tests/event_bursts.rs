@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use parsec_net_ffi_tests::backends::built_backend_dir;
-use parsec_net_ffi_tests::netns::{unavailable, Lan};
+use parsec_net_ffi_tests::netns::{skip_without, Lan};
 use parsec_net_ffi_tests::process::{run, Output};
 use parsec_net_ffi_tests::Build;
 
@@ -22,13 +22,7 @@ const BURST: usize = 200;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn skip() -> bool {
-    match unavailable() {
-        Some(why) => {
-            println!("SKIPPED: needs root for network namespaces ({why})");
-            true
-        }
-        None => false,
-    }
+    skip_without("root for network namespaces")
 }
 
 /// Run the four games at once with `setup` console lines, and return their outputs.

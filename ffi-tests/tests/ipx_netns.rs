@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use parsec_net_ffi_tests::backends::built_backend_dir;
 use parsec_net_ffi_tests::live::LiveGame;
-use parsec_net_ffi_tests::netns::{unavailable, Lan};
+use parsec_net_ffi_tests::netns::{skip_without, Lan};
 use parsec_net_ffi_tests::peer::{
     check_all_met, check_met_each_other, check_ran_well, game_args, parse, run_together, GameRun,
 };
@@ -58,13 +58,7 @@ fn fast_peer_timings() -> Vec<String> {
 
 /// Skip (print why and return true) unless namespaces can be used.
 fn skip() -> bool {
-    match unavailable() {
-        Some(why) => {
-            println!("SKIPPED: needs root for network namespaces and raw IPX frames ({why})");
-            true
-        }
-        None => false,
-    }
+    skip_without("root for network namespaces and raw IPX frames")
 }
 
 /// The game of host `i` of `lan`, with the IPX backend findable by name.

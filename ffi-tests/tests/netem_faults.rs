@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use parsec_net_ffi_tests::impaired_lan::{totals, ImpairedLan, Impairment, StageStats};
 use parsec_net_ffi_tests::live::{LiveGame, Running};
-use parsec_net_ffi_tests::netns::unavailable;
+use parsec_net_ffi_tests::netns::skip_without;
 use parsec_net_ffi_tests::peer::{check_met_each_other, check_ran_well, GameRun};
 use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain, Delivery};
 use parsec_net_ffi_tests::server::parsecnet;
@@ -54,13 +54,7 @@ const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Skip (print why and return true) unless namespaces can be used.
 fn skip() -> bool {
-    match unavailable() {
-        Some(why) => {
-            println!("SKIPPED: needs root for network namespaces ({why})");
-            true
-        }
-        None => false,
-    }
+    skip_without("root for network namespaces")
 }
 
 /// A `peer_game --control` of host `host` of `lan`, with the setup lines `setup`, meeting two
