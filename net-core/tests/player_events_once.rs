@@ -19,7 +19,7 @@ use net_core::sim::{self, Endpoint, LinkProfile, Network, Transmit};
 use net_core::wire::decode_packet;
 use net_core::Node;
 use support::peer_node::PeerNode;
-use support::sessions::{name, node_of, server_addr, SERVER_TOKEN};
+use support::sessions::{name, node_of, server_addr, star_session, SERVER_TOKEN};
 
 /// What the game heard about the player in `slot`, in order, with the slot left out (the
 /// protocols seat players in different slots).
@@ -187,20 +187,7 @@ impl StarClient {
     fn join(relay: &mut RelayCore, now: Instant, slot: u8, player: &str) -> StarClient {
         let addr = SocketAddr::from(([10, 0, 0, 2 + slot], 7000));
         let token = 0x100 + u32::from(slot);
-        let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-        let me = LocalPlayer {
-            slot,
-            token,
-            name: name(player),
-        };
-        let session = Session::new_star(
-            SessionConfig::default(),
-            node_eq,
-            me,
-            node_of(server_addr()),
-            SERVER_TOKEN,
-            now,
-        );
+        let session = star_session(slot, token, player, now);
         relay.add_client(now, slot, addr, token);
         // As the gameserver client sets them up: names come from the server's lines.
         let mut session = session;

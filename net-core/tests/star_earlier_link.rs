@@ -10,14 +10,14 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
-use net_core::session::{LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
+use net_core::session::{Rejection, Session};
 use net_core::wire::decode_packet;
-use net_core::Node;
-use support::sessions::{name, node_of, numbered, numbers, server_addr, SERVER_TOKEN};
+use support::sessions::{
+    name, node_of, numbered, numbers, server_addr, star_session, SERVER_TOKEN,
+};
 
 const STEP: Duration = Duration::from_millis(10);
 
@@ -33,20 +33,7 @@ fn b_addr() -> SocketAddr {
 /// A client's star session in `slot`, seated next to the player in `other` (as the server's
 /// TCP lines would seat it).
 fn client(slot: u8, token: u32, other: (u8, SocketAddr, u32), now: Instant) -> Session {
-    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-    let me = LocalPlayer {
-        slot,
-        token,
-        name: name("p"),
-    };
-    let mut session = Session::new_star(
-        SessionConfig::default(),
-        node_eq,
-        me,
-        node_of(server_addr()),
-        SERVER_TOKEN,
-        now,
-    );
+    let mut session = star_session(slot, token, "p", now);
     let (slot, addr, token) = other;
     session.add_player(now, slot, node_of(addr), token, name("o"), true);
     session

@@ -11,19 +11,17 @@
 mod support;
 
 use support::seeds::env_number;
-use support::sessions::{node_of, server_addr, SERVER_TOKEN};
+use support::sessions::{node_of, server_addr, star_session, SERVER_TOKEN};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
 use net_core::rmev::{CustomData, PlayerName, RemoteEvent, ShipState};
-use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
+use net_core::session::{GameEvent, Session};
 use net_core::sim::Rng;
 use net_core::wire::decode_packet;
-use net_core::Node;
 
 const FRAME: Duration = Duration::from_millis(10);
 /// The numbered series' custom event type is 100 + the player (0: A, 1: B).
@@ -52,20 +50,7 @@ struct Client {
 
 impl Client {
     fn join(relay: &mut RelayCore, now: Instant, slot: u8, addr: SocketAddr, token: u32) -> Client {
-        let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-        let me = LocalPlayer {
-            slot,
-            token,
-            name: PlayerName::new(b"player").unwrap(),
-        };
-        let session = Session::new_star(
-            SessionConfig::default(),
-            node_eq,
-            me,
-            node_of(server_addr()),
-            SERVER_TOKEN,
-            now,
-        );
+        let session = star_session(slot, token, "player", now);
         relay.add_client(now, slot, addr, token);
         Client {
             session,

@@ -1,12 +1,14 @@
 //! Pieces of the sans-IO session tests: star sessions' view of the gameserver (its address,
-//! token and the node a session sees an address as), player names, and numbered reliable custom
+//! token and the node a session sees an address as) and a client's star session, player names, and numbered reliable custom
 //! events (type 7) read back in the order a session gave them.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
 use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
-use net_core::session::{GameEvent, Session};
+use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
 use net_core::Node;
 
 /// The gameserver's token in the star-session tests.
@@ -54,4 +56,23 @@ pub fn numbers(session: &mut Session) -> Vec<u32> {
         }
     }
     got
+}
+
+/// A client's star session (to the gameserver at `server_addr`) in `slot` with `token`, named
+/// `player`, with default settings.
+pub fn star_session(slot: u8, token: u32, player: &str, now: Instant) -> Session {
+    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
+    let me = LocalPlayer {
+        slot,
+        token,
+        name: name(player),
+    };
+    Session::new_star(
+        SessionConfig::default(),
+        node_eq,
+        me,
+        node_of(server_addr()),
+        SERVER_TOKEN,
+        now,
+    )
 }
