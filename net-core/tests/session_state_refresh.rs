@@ -22,24 +22,30 @@ fn name(text: &str) -> PlayerName {
     PlayerName::new(text.as_bytes()).expect("short name")
 }
 
-/// Run a joined player with a still ship that queues a reliable event every 50 ms for
-/// `run_for`; the instants (from the start) of the packets to the other player carrying state.
-fn state_instants(run_for: Duration) -> (Vec<Duration>, Duration) {
-    let start = Instant::now();
+/// A mesh session in slot 0 named `player`, with one other player (slot 1), joined.
+fn joined(config: SessionConfig, player: &str, start: Instant) -> Session {
     let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-    let config = SessionConfig::default();
     let mut session = Session::new_mesh(
         config,
         node_eq,
         LocalPlayer {
             slot: 0,
             token: 0x1111,
-            name: name("still"),
+            name: name(player),
         },
         start,
     );
     session.add_player(start, 1, node(2), 0x2222, name("other"), true);
     session.join().expect("join");
+    session
+}
+
+/// Run a joined player with a still ship that queues a reliable event every 50 ms for
+/// `run_for`; the instants (from the start) of the packets to the other player carrying state.
+fn state_instants(run_for: Duration) -> (Vec<Duration>, Duration) {
+    let start = Instant::now();
+    let config = SessionConfig::default();
+    let mut session = joined(config, "still", start);
     session.set_local_state(ShipState::default());
 
     let mut buf = vec![0u8; 1400];
@@ -102,19 +108,7 @@ fn an_unchanged_state_is_sent_again_while_events_keep_packets_flowing() {
 #[test]
 fn a_state_differing_only_in_the_sign_of_a_zero_goes_out() {
     let start = Instant::now();
-    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-    let mut session = Session::new_mesh(
-        SessionConfig::default(),
-        node_eq,
-        LocalPlayer {
-            slot: 0,
-            token: 0x1111,
-            name: name("signed"),
-        },
-        start,
-    );
-    session.add_player(start, 1, node(2), 0x2222, name("other"), true);
-    session.join().expect("join");
+    let mut session = joined(SessionConfig::default(), "signed", start);
     let mut buf = vec![0u8; 1400];
     let mut events = Vec::new();
     let mut now = start;
