@@ -7,6 +7,8 @@
 //! than the last 33 was counted as lost though it arrived, and its events were sent again
 //! (`status` showed loss 24% on UDP and 55-64% on IPX on a lossless LAN).
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,7 @@ use net_core::session::{
 use net_core::sim::{self, Endpoint, LinkProfile, Network, Transmit};
 use net_core::wire::decode_packet;
 use net_core::Node;
+use support::sessions::transmit;
 
 /// The payloads of the two built-in backends: IPX and UDP.
 const IPX_PAYLOAD: usize = 546;
@@ -103,11 +106,7 @@ impl Endpoint for SessionNode {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let (to, len) = self.session.poll_transmit(now, &mut self.buf)?;
-        Some(Transmit {
-            to,
-            data: self.buf[..len].to_vec(),
-        })
+        transmit(&mut self.session, now, &mut self.buf)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -19,7 +19,7 @@ use net_core::sim::{self, Endpoint, LinkProfile, Network, Transmit};
 use net_core::wire::decode_packet;
 use net_core::Node;
 use support::peer_node::PeerNode;
-use support::sessions::{name, node_of, server_addr, star_session, SERVER_TOKEN};
+use support::sessions::{name, node_of, server_addr, star_session, transmit, SERVER_TOKEN};
 
 /// What the game heard about the player in `slot`, in order, with the slot left out (the
 /// protocols seat players in different slots).
@@ -131,11 +131,7 @@ impl Endpoint for MeshNode {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let (to, len) = self.session.poll_transmit(now, &mut self.buf)?;
-        Some(Transmit {
-            to,
-            data: self.buf[..len].to_vec(),
-        })
+        transmit(&mut self.session, now, &mut self.buf)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

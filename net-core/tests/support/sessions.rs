@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
 use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
+use net_core::sim::Transmit;
 use net_core::Node;
 
 /// The gameserver's token in the star-session tests.
@@ -75,4 +76,14 @@ pub fn star_session(slot: u8, token: u32, player: &str, now: Instant) -> Session
         SERVER_TOKEN,
         now,
     )
+}
+
+/// The next datagram `session` has to send now, for a simulated node (`sim::Endpoint`), written
+/// through `buf`.
+pub fn transmit(session: &mut Session, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    let (to, len) = session.poll_transmit(now, buf)?;
+    Some(Transmit {
+        to,
+        data: buf[..len].to_vec(),
+    })
 }
