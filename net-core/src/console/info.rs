@@ -91,7 +91,8 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         let rtt = (!rtts.is_empty()).then(|| rtts.iter().sum::<std::time::Duration>() / rtts.len() as u32);
         let loss = if links.is_empty() { 0.0 } else { links.iter().map(|l| l.loss()).sum::<f64>() / links.len() as f64 };
         let s = session.stats();
-        let secs = sub.uptime(now).as_secs_f64().max(0.001);
+        // Recent rates (about the last few seconds of this game), not averages since start.
+        let (sent_rate, accepted_rate) = session.recent_rates(now);
         format!(
             "game: slot {}, {} other players, {}, RTT {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
             session.my_slot(),
@@ -100,9 +101,9 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
             millis(rtt),
             loss * 100.0,
             s.packets_sent,
-            s.packets_sent as f64 / secs,
+            sent_rate,
             s.packets_accepted,
-            s.packets_accepted as f64 / secs,
+            accepted_rate,
             s.packets_rejected,
             s.events_sent,
             s.events_received,

@@ -20,6 +20,7 @@ pub mod link;
 pub mod parking;
 pub mod players;
 pub mod rate;
+pub mod recent;
 pub mod resume;
 
 use std::collections::VecDeque;
@@ -281,6 +282,8 @@ pub struct Session {
     /// Where this session's next link starts numbering.
     numbering: LinkNumbering,
     stats: SessionStats,
+    /// The counters sampled at frames, for `status`'s per-second figures.
+    recent: recent::RecentRates,
 }
 
 impl Session {
@@ -350,6 +353,7 @@ impl Session {
             names_from_server: false,
             numbering: LinkNumbering::new(token),
             stats: SessionStats::default(),
+            recent: recent::RecentRates::new(now),
         }
     }
 
@@ -407,6 +411,19 @@ impl Session {
 
     pub fn stats(&self) -> &SessionStats {
         &self.stats
+    }
+
+    /// A frame: sample the packet counters for `recent_rates` (kept at most every
+    /// `recent::SAMPLE_EVERY`, no allocation).
+    pub fn sample_rates(&mut self, now: Instant) {
+        self.recent
+            .sample(now, self.stats.packets_sent, self.stats.packets_accepted);
+    }
+
+    /// Packets sent and accepted per second over about the last `recent::RATE_WINDOW`.
+    pub fn recent_rates(&self, now: Instant) -> (f64, f64) {
+        self.recent
+            .rates(now, self.stats.packets_sent, self.stats.packets_accepted)
     }
 
     /// Relayed events that came before their player was known (star), and their counters.

@@ -427,6 +427,9 @@ impl Subsystem {
             self.send_frame(now, &options);
         }
         self.take_protocol_output(now);
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            session.sample_rates(now);
+        }
         if let Some(event) = self.server_list.maintain(now) {
             self.game.deliver(now, event);
         }
