@@ -50,7 +50,7 @@ impl Game {
                 sub.maintain(self.now);
                 while sub.poll_event().is_some() {}
             }
-            if frame % 4 == 0 {
+            if frame.is_multiple_of(4) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }

@@ -180,6 +180,25 @@ pub trait ClientProtocol: Send {
     /// Whether a connect is under way or done (a second `connect` is refused).
     fn is_active(&self) -> bool;
 
+    /// The parameters of the connect under way or done (None while idle): a session the
+    /// protocol starts by itself (a peer's rejoin) is made from them.
+    fn connect_params_mut(&mut self) -> Option<&mut ConnectParams>;
+
+    /// `net.sendfreq` / `net.rate` typed while connecting or in a game: the game in progress
+    /// uses them from now on, and so does every session this connect makes later by itself
+    /// (a peer reconnecting after a lost slot conflict or after the others dropped it), not the
+    /// values of the moment `connect` was typed.
+    fn set_rates(&mut self, send_interval: std::time::Duration, receive_rate: u32) {
+        if let Some(params) = self.connect_params_mut() {
+            params.session.send_interval = send_interval;
+            params.session.receive_rate = receive_rate;
+        }
+        if let Some(session) = self.session_mut() {
+            session.set_send_interval(send_interval);
+            session.set_receive_rate(receive_rate);
+        }
+    }
+
     /// What the next session must pick up if this one ends now for a backend switch (see
     /// `session::resume`): the session's, or, while still connecting, what the connect was
     /// given (an earlier switch's) with this attempt's token among the earlier ones (a player

@@ -508,6 +508,10 @@ impl ClientProtocol for ServerClient {
         self.session.as_mut()
     }
 
+    fn connect_params_mut(&mut self) -> Option<&mut ConnectParams> {
+        self.params.as_mut()
+    }
+
     fn is_active(&self) -> bool {
         !matches!(self.phase, Phase::Idle)
     }

@@ -114,16 +114,17 @@ impl Subsystem {
         &mut self.settings
     }
 
-    /// Give the game in progress, if any, the current send frequency and receive rate
-    /// (`net.sendfreq`, `net.rate` typed in a game). Returns whether there was one.
+    /// Give the game in progress or the connect under way, if any, the current send frequency
+    /// and receive rate (`net.sendfreq`, `net.rate` typed in a game), also for the sessions it
+    /// starts by itself later (see `ClientProtocol::set_rates`). Returns whether there was a
+    /// game.
     pub fn apply_rates_to_game(&mut self) -> bool {
         let interval = std::time::Duration::from_secs(1) / self.settings.send_hz.max(1);
         let rate = self.settings.rate;
-        match self.protocol.as_mut().and_then(|p| p.session_mut()) {
-            Some(session) => {
-                session.set_send_interval(interval);
-                session.set_receive_rate(rate);
-                true
+        match self.protocol.as_mut() {
+            Some(protocol) => {
+                protocol.set_rates(interval, rate);
+                protocol.session().is_some()
             }
             None => false,
         }

@@ -2034,6 +2034,10 @@ impl ClientProtocol for PeerProtocol {
         self.session.as_mut()
     }
 
+    fn connect_params_mut(&mut self) -> Option<&mut ConnectParams> {
+        self.params.as_mut()
+    }
+
     fn is_active(&self) -> bool {
         self.phase != Phase::Idle
     }
