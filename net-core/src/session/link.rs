@@ -63,6 +63,12 @@ const ACK_BITS: u32 = 32;
 pub const RELIABLE_PACKET_WINDOW: u64 = ACK_BITS as u64;
 /// Loss is measured over this many resolved packets (acked or given up on).
 const LOSS_WINDOW: u32 = 256;
+/// A packet still unacknowledged this many retransmission timeouts after it was sent, when an
+/// acknowledgement of a later packet comes without it, counts as lost at once: at a low packet
+/// rate (keep-alives, 5 Hz) waiting until 32 later packets are acknowledged kept `status` at
+/// loss 0.0% for many seconds. If it is acknowledged after all (it came late), it counts as
+/// acknowledged instead, never as lost.
+const LOSS_AFTER_RTOS: u32 = 2;
 
 /// The header fields of an outgoing packet that the link's owner decides (the link adds the
 /// sequence and acknowledgement fields).
@@ -146,6 +152,8 @@ struct SentPacket {
     /// listed); the ids themselves are this packet's run in `Link::sent_ids`.
     id_count: u32,
     acked: bool,
+    /// Counted as lost before it left the acknowledgement window (see `LOSS_AFTER_RTOS`).
+    counted_lost: bool,
 }
 
 /// Smoothed round-trip time (RFC 6298 style) giving the retransmission timeout.
@@ -678,6 +686,7 @@ impl Link {
                 sent_at: Some(now),
                 id_count: carried.len() as u32,
                 acked: false,
+                counted_lost: false,
             },
             &carried,
         );
@@ -690,7 +699,7 @@ impl Link {
     fn record_sent(&mut self, packet: SentPacket, ids: &[u32]) {
         if self.sent.len() == SENT_WINDOW {
             if let Some(old) = self.pop_oldest_sent() {
-                if !old.acked {
+                if !old.acked && !old.counted_lost {
                     self.count_lost();
                 }
             }
@@ -833,6 +842,8 @@ impl Link {
     fn process_ack(&mut self, now: Instant, ack: Ack) {
         let mut newest_rtt = None;
         let mut prompt = false;
+        let overdue = self.rto() * LOSS_AFTER_RTOS;
+        let (mut newly_acked, mut lost, mut came_late) = (0, 0, 0);
         let mut acked_ids = std::mem::take(&mut self.acked_scratch);
         acked_ids.clear();
         let mut ids_at = 0;
@@ -849,9 +860,24 @@ impl Link {
                     behind <= ACK_BITS && ack.bits & (1 << (behind - 1)) != 0
                 });
             if !acked {
+                // A later packet arrived and this one, long overdue, did not: lost.
+                let given_up = seq_before(seq, ack.latest)
+                    && !packet.counted_lost
+                    && packet
+                        .sent_at
+                        .is_some_and(|t| now.saturating_duration_since(t) >= overdue);
+                if given_up {
+                    packet.counted_lost = true;
+                    lost += 1;
+                }
                 continue;
             }
             packet.acked = true;
+            // Counted when acknowledged (a lost packet before it no longer holds it back).
+            newly_acked += 1;
+            if packet.counted_lost {
+                came_late += 1;
+            }
             prompt |= packet.id_count > 0;
             acked_ids.extend(self.sent_ids.range(ids));
             if seq == ack.latest {
@@ -861,9 +887,8 @@ impl Link {
         if let Some(rtt) = newest_rtt.filter(|_| prompt) {
             self.rtt.sample(rtt);
         }
-        // Packets older than the ack window that were never acked are lost.
-        let mut lost = 0;
-        let mut acked = 0;
+        // Packets older than the ack window that were never acked are lost (unless counted so
+        // already).
         while let Some(front) = self.sent.front() {
             let behind = ack.latest.wrapping_sub(front.sequence);
             let resolved =
@@ -872,13 +897,16 @@ impl Link {
                 break;
             }
             let packet = self.pop_oldest_sent().expect("front exists");
-            if packet.acked {
-                acked += 1;
-            } else {
+            if !packet.acked && !packet.counted_lost {
                 lost += 1;
             }
         }
-        for _ in 0..acked {
+        // Counted as lost early, but acknowledged after all: it came late.
+        for _ in 0..came_late {
+            self.stats.packets_lost -= 1;
+            self.loss_lost = self.loss_lost.saturating_sub(1);
+        }
+        for _ in 0..newly_acked {
             self.count_acked();
         }
         for _ in 0..lost {
