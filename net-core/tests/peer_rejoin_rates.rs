@@ -179,3 +179,29 @@ fn rates_typed_in_a_game_survive_the_peers_own_reconnect() {
     assert!(switched, "cy is back after the switch: {:?}", events[1]);
     assert_eq!(rates(&subs), (Duration::from_millis(200), 3000, 3000));
 }
+
+/// Typed while the connect is under way (`(from the next connect)`): the game it gets into uses
+/// it. Before, that game used the values of the moment `connect` was typed.
+#[test]
+fn rates_typed_while_connecting_apply_to_that_game() {
+    let (a, a_addr) = loopback_game("ada");
+    let (c, c_addr) = loopback_game("cy");
+    let mut subs = [a, c];
+    let mut events = [Vec::new(), Vec::new()];
+    let mut now = Instant::now();
+    exec(&mut subs[0], now, &format!("connect {c_addr}"));
+    exec(&mut subs[1], now, &format!("connect {a_addr}"));
+    let reply = exec(&mut subs[1], now, "net.sendfreq 10");
+    assert_eq!(reply, "net.sendfreq = 10 Hz (from the next connect)");
+    exec(&mut subs[1], now, "net.rate 5000");
+    let both = run(
+        &mut subs,
+        &mut events,
+        &[0, 1],
+        &mut now,
+        Duration::from_secs(20),
+        |s, ev| ev.iter().all(|e| connected_count(e) == 1) && rates(s).2 == 5000,
+    );
+    assert!(both, "both connect, ada keeps to cy's rate: {events:?}");
+    assert_eq!(rates(&subs), (Duration::from_millis(100), 5000, 5000));
+}
