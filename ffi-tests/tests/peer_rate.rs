@@ -3,7 +3,9 @@
 //! carol types `net.rate 2000` in the middle of the game (through the console): from then on
 //! what reaches her stays near 2000 bytes a second in all, because each of the two others keeps
 //! to its share (2000 / 2), not each to the whole rate; she still gets ship states; and the
-//! others' traffic between themselves is not held back.
+//! others' traffic between themselves is not held back. Her `status` says so too: the packets
+//! accepted per second it shows are a recent rate (they fall with the traffic), not an average
+//! since the process started.
 //!
 //! The rates are measured by each process's own `status` (bytes received, and its `uptime:`),
 //! over a few seconds, with loose bounds; no wall-clock bound is asserted.
@@ -66,13 +68,16 @@ fn received(game: &mut LiveGame) -> (f64, f64, String) {
     (bytes, number_after(&status, "uptime: "), status)
 }
 
-/// Bytes a second `game` receives over about `MEASURE`.
-fn receive_rate(game: &mut LiveGame) -> f64 {
+/// Bytes a second `game` receives over about `MEASURE`, and the packets a second its `status`
+/// then says it accepts (its recent rate).
+fn receive_rate(game: &mut LiveGame) -> (f64, f64) {
     let (bytes0, t0, _) = received(game);
     std::thread::sleep(MEASURE);
     let (bytes1, t1, status) = received(game);
     assert!(t1 > t0, "the uptime went on: {status}");
-    (bytes1 - bytes0) / (t1 - t0)
+    let game_line = status.lines().find(|l| l.starts_with("game: ")).unwrap();
+    let accepted = number_after(&game_line[game_line.find(" accepted ").unwrap()..], "(");
+    ((bytes1 - bytes0) / (t1 - t0), accepted)
 }
 
 /// The ship states of the player `name` that `game` has seen so far (its summary's frame).
@@ -101,7 +106,7 @@ fn each_peer_keeps_to_its_share_of_a_rate_typed_in_the_game() {
     }
 
     // Unlimited: two players at 60 Hz send carol far more than 2000 bytes a second.
-    let before = receive_rate(&mut carol);
+    let (before, accepted_before) = receive_rate(&mut carol);
     assert!(
         before > 5000.0,
         "carol receives {before:.0} bytes/s before net.rate"
@@ -112,7 +117,7 @@ fn each_peer_keeps_to_its_share_of_a_rate_typed_in_the_game() {
     // The others learn it with their next packets; give it a moment.
     std::thread::sleep(Duration::from_secs(1));
     let alice_frame = frame_of(&mut carol, "alice");
-    let limited = receive_rate(&mut carol);
+    let (limited, accepted_limited) = receive_rate(&mut carol);
     // Each of the two keeps to 1000 bytes/s (a quarter second's burst on top at most); if each
     // kept to the whole 2000 carol would get about 4000.
     assert!(
@@ -123,16 +128,22 @@ fn each_peer_keeps_to_its_share_of_a_rate_typed_in_the_game() {
         limited > 400.0,
         "carol still gets something: {limited:.0} bytes/s"
     );
+    // `status`'s packets accepted per second follow (a recent rate, not an average since the
+    // start of the process).
+    assert!(
+        accepted_limited < accepted_before / 2.0,
+        "carol accepts {accepted_limited:.1} packets/s after net.rate, {accepted_before:.1} before"
+    );
     // Still ship states, newer ones.
     assert!(
         frame_of(&mut carol, "alice") > alice_frame,
         "carol still gets alice's ship"
     );
     // alice and bob, who set no rate, are not held back between themselves.
-    let bob_gets = receive_rate(&mut bob);
+    let (bob_gets, _) = receive_rate(&mut bob);
     assert!(bob_gets > 2500.0, "bob receives {bob_gets:.0} bytes/s");
 
-    println!("carol receives {before:.0} bytes/s unlimited, {limited:.0} at net.rate 2000; bob {bob_gets:.0}");
+    println!("carol receives {before:.0} bytes/s ({accepted_before:.1} packets/s) unlimited, {limited:.0} ({accepted_limited:.1}/s) at net.rate 2000; bob {bob_gets:.0}");
     for game in [alice, bob, carol] {
         game.quit(STEP);
     }
