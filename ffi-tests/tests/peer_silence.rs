@@ -11,6 +11,8 @@
 //! Before that notice, the woken peer played on with players that refused every packet of
 //! his, until his own 20 s timeout dropped them and left him alone in a game of his own.
 //!
+//! bob typed `net.sendfreq 5` in the game before he was stopped: his new game keeps it.
+//!
 //! No wall-clock bound is asserted: the test waits for events in order, with generous limits.
 
 use std::process::Command;
@@ -82,7 +84,7 @@ fn a_stopped_peer_is_dropped_an_unjoined_one_is_kept_and_the_stopped_one_gets_ba
     let program = Build::c("c/peer_game.c").build();
     let ports = free_loopback_ports(3);
     let mut alice = live_game(&program, "alice", ports[0], ports[1]);
-    let bob = live_game(&program, "bob", ports[1], ports[0]);
+    let mut bob = live_game(&program, "bob", ports[1], ports[0]);
     for game in [&alice, &bob] {
         wait_event(game, 0, STEP, |e| e.kind == "CONNECTED");
     }
@@ -121,6 +123,13 @@ fn a_stopped_peer_is_dropped_an_unjoined_one_is_kept_and_the_stopped_one_gets_ba
     {
         console_fail(&carol, "never saw bob join");
     }
+
+    // bob sets his send frequency in the game: it must still hold after he reconnects by himself.
+    let (rc, reply) = bob.exec("net.sendfreq 5");
+    assert_eq!(
+        (rc, reply.as_str()),
+        (0, "net.sendfreq = 5 Hz (in this game from now on)")
+    );
 
     // bob stops: dropped for silence by alice and by carol.
     let alice_before = events(&alice).len();
@@ -210,6 +219,30 @@ fn a_stopped_peer_is_dropped_an_unjoined_one_is_kept_and_the_stopped_one_gets_ba
             .any(|e| e.kind == "PLAYER_DISCONNECTED" && e.player == carol_slot),
         "alice kept carol"
     );
+
+    // bob's new game still sends at 5 Hz (to two players: about 10 packets a second; at the
+    // default 20 Hz it would be about 40), as his `status` shows once its recent rate covers
+    // only the new game.
+    std::thread::sleep(Duration::from_secs(6));
+    let (rc, status) = bob.exec("status");
+    assert_eq!(rc, 0, "{status}");
+    let game_line = status
+        .lines()
+        .find(|l| l.starts_with("game: "))
+        .unwrap_or_else(|| bob.fail(&format!("no game line: {status}")));
+    let rate: f64 = game_line
+        .split("packets sent ")
+        .nth(1)
+        .and_then(|rest| rest.split('(').nth(1))
+        .and_then(|rest| rest.split("/s)").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| bob.fail(&format!("no packet rate: {game_line}")));
+    println!("bob after his reconnect: {game_line}");
+    assert!(
+        rate < 25.0,
+        "bob's sendfreq 5 survives his reconnect: {game_line}"
+    );
+    assert!(status.contains("send frequency 5 Hz"), "{status}");
 
     carol.send("quit");
     let _ = carol.finish(STEP);
