@@ -360,8 +360,15 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // slot requests (13 s) after that one, seated and holding its request, switched away
     // (219 1059 3333 3999 8188 9119); a player that reconnected at the same address after a
     // slot conflict took a packet another player had written for its earlier session, and
-    // lost an event of the new link that had the same sequence (3451).
-    const REGRESSIONS: [u64; 7] = [219, 1059, 3333, 3451, 3999, 8188, 9119];
+    // lost an event of the new link that had the same sequence (3451); a player coming back
+    // was refused as full by the highest player, which still seated its earlier session and had
+    // its request only forwarded by the others, without the hello naming that session (4122
+    // 4434 5433 7132 7716 7920); a player whose claim on a departed player's seat was still
+    // undecided gave a newcomer a list with the departed player and not its new session, and
+    // the two never met (226 4459).
+    const REGRESSIONS: [u64; 15] = [
+        219, 226, 1059, 3333, 3451, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188, 9119,
+    ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {
         owed += random_switches_run(seed).0;
@@ -843,4 +850,96 @@ fn a_newcomer_that_switches_backend_while_connecting_is_seated_once() {
         assert!(proto.queue().get(old_token).is_none(), "{who}");
         assert_eq!(proto.stats().earlier_claims_refused, 0, "{who}");
     }
+}
+
+/// A link profile that drops everything (one direction of a partition).
+fn cut() -> LinkProfile {
+    LinkProfile {
+        loss: 1.0,
+        ..LinkProfile::default()
+    }
+}
+
+#[test]
+fn a_request_forwarded_to_the_highest_player_carries_the_hello_so_it_is_not_refused_as_full() {
+    // A full game of four. Player 0 switches backend; its goodbye never reaches player 3 (the
+    // highest node, which answers requests), and neither do its new session's requests: player 3
+    // hears of it only through the others, which forward its request. Player 3 still seats the
+    // earlier session, so without the hello the game looks full there and it refuses the player
+    // (seeds 4122 4434 5433 7132 7716 7920, where the player then gave up). With the hello
+    // forwarded, player 3 retires the earlier session once it is silent and seats the player.
+    let mut run = Run::start_with(4, 31, 0.0);
+    let high = run.players[3].node;
+    let (old, old_token) = (run.players[0].node, run.players[0].tokens[0]);
+    run.net.set_profile(old, high, cut());
+    run.switch(0);
+    let new = run.players[0].node;
+    run.net.set_profile(new, high, cut());
+    let deadline = run.net.now() + Duration::from_secs(4);
+    while !run.net.endpoint(new).unwrap().proto.is_in_game() {
+        assert!(run.net.step(deadline), "never seated: {:?}", run.describe());
+    }
+    run.net.set_profile(new, high, LinkProfile::default());
+    let token = run.players[0].tokens[1];
+    run.play_for(Duration::from_secs(3));
+    let proto = &run.net.endpoint(high).unwrap().proto;
+    assert_eq!(proto.stats().refusals_sent, 0, "{:?}", proto.stats());
+    assert!(
+        proto.stats().earlier_sessions_retired >= 1,
+        "{:?}",
+        proto.stats()
+    );
+    let node = run.net.endpoint(new).unwrap();
+    assert_eq!(node.proto.stats().refusals_received, 0);
+    assert!(node.errors().is_empty(), "{:?}", node.errors());
+    for who in 1..4 {
+        assert!(run.seats(who, token), "{who}: {:?}", run.describe());
+        assert!(!run.seats(who, old_token), "{who}: {:?}", run.describe());
+    }
+    run.settle("seed 31 (a forwarded request with its hello)");
+}
+
+#[test]
+fn a_newcomer_is_not_given_a_player_whose_seat_another_player_claims() {
+    // Player 0 switches backend; its goodbye never reaches player 2 (the highest node), which
+    // so has the new session's claim on its earlier seat pending (the seat's holder has not
+    // been silent long enough yet). A newcomer connects right then. Player 2 must not answer it
+    // with the list it has, which still shows the player that left and not its new session
+    // (seeds 226 4459: the newcomer kept the departed player, the new session and the newcomer
+    // never learnt of each other, and the game split once player 2 switched too). It answers
+    // once the claim is decided.
+    let mut run = Run::start_with(3, 41, 0.0);
+    let high = run.players[2].node;
+    let (old, old_token) = (run.players[0].node, run.players[0].tokens[0]);
+    run.net.set_profile(old, high, cut());
+    run.switch(0);
+    let back = run.players[0].node;
+    run.play_for(Duration::from_millis(100));
+    assert!(run.seats(2, old_token), "{:?}", run.describe());
+    let newcomer = run.net.add_node();
+    // The two connecting players do not meet before they are in the game.
+    run.net.partition(back, newcomer, true);
+    let token = random_token(&mut run.rng);
+    let mut node = PeerNode::new(newcomer);
+    node.connect(run.net.now(), token);
+    run.net.start(newcomer, node);
+    let deadline = run.net.now() + Duration::from_secs(4);
+    while !run.net.endpoint(newcomer).unwrap().proto.is_in_game() {
+        assert!(run.net.step(deadline), "never seated: {:?}", run.describe());
+    }
+    let session = run.net.endpoint(newcomer).unwrap().proto.session().unwrap();
+    assert!(
+        !session.players().iter().any(|p| p.token == old_token),
+        "the newcomer seats the player that left: {:?}",
+        run.describe()
+    );
+    run.net.partition(back, newcomer, false);
+    run.players.push(Player {
+        node: newcomer,
+        tokens: vec![token],
+        events: Vec::new(),
+        next_number: 1,
+        sent: Vec::new(),
+    });
+    run.settle("seed 41 (a newcomer while a claim is undecided)");
 }

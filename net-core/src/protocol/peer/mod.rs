@@ -20,7 +20,9 @@
 //!   the node order of the players, highest first) after r x `reply_wait`, unless it snoops
 //!   another peer's reply first (every reply is copied to all players). An assigned request is
 //!   kept, and its reply resent, until the newcomer's first game packet confirms it. A full game
-//!   answers CONNECT_REFUSED.
+//!   answers CONNECT_REFUSED. A request forwarded to a higher player carries the requester's
+//!   RE_RESUME hello, and no request is answered while a claim on a seat is undecided (see
+//!   `retire_earlier_sessions`).
 //! - **Withdrawal**: a player that gives up while still connecting has no slot to leave, but a
 //!   peer may have seated it already: it sends a DISCONNECT without a sender slot naming its own
 //!   request, and a peer that frees the seat passes it on to its players (`take_withdrawal`;
@@ -213,10 +215,10 @@ pub struct PeerProtocol {
     claims: Vec<(u32, u32, Instant)>,
     /// Tokens a connect request named as the sender's earlier session while this peer knew
     /// them neither as players nor as queued requests (a stranger's packet may overtake a
-    /// newcomer's first request): (their token, the sender's token, the sender's node, when
-    /// first named). Retired if nothing of theirs shows up within the silence; claimed as usual
+    /// newcomer's first request): (their token, the sender's token, the sender's node or None
+    /// for a forwarded hello, when first named). Retired if nothing of theirs shows up within the silence; claimed as usual
     /// if something does. The claimant does not wait for them. See `retire_earlier_sessions`.
-    watches: Vec<(u32, u32, Node, Instant)>,
+    watches: Vec<(u32, u32, Option<Node>, Instant)>,
     /// Why a peer refused this one while it was connecting (see `take_refusal`).
     refusal: Option<String>,
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
@@ -349,12 +351,28 @@ impl PeerProtocol {
             return;
         }
         let window = self.deference_window();
+        // A request that came with a hello goes in a packet of its own, followed by that hello
+        // (see `hello_owner`): without it, the higher player could find the game full because
+        // it still seats the requester's earlier session, and refuse it.
+        let (with_hello, plain): (Vec<ConnectRequest>, Vec<ConnectRequest>) = requests
+            .into_iter()
+            .partition(|r| self.queue.get(r.token).is_some_and(|e| e.earlier.is_some()));
+        let mut packets: Vec<Vec<RemoteEvent>> = with_hello
+            .iter()
+            .map(|r| {
+                let earlier = self.queue.get(r.token).and_then(|e| e.earlier);
+                let mut events = vec![RemoteEvent::ConnectQueue(vec![*r])];
+                events.extend(earlier.map(|t| RemoteEvent::Resume(ResumeStep::Hello(t))));
+                events
+            })
+            .collect();
+        if !plain.is_empty() {
+            packets.push(vec![RemoteEvent::ConnectQueue(plain)]);
+        }
         for node in self.live_higher_players(now, window) {
-            self.send_oob(
-                node,
-                PacketType::SlotRequest,
-                vec![RemoteEvent::ConnectQueue(requests.clone())],
-            );
+            for events in &packets {
+                self.send_oob(node, PacketType::SlotRequest, events.clone());
+            }
             self.stats.requests_forwarded += 1;
         }
     }
@@ -860,20 +878,18 @@ impl PeerProtocol {
     /// request (a stranger's packet may overtake a newcomer's first request) is only watched:
     /// the claimant does not wait for it, and it is retired if nothing of it shows up within the
     /// silence; if its request or a seat does show up, the claim is decided as above
-    /// (`review_watches`). A token that already left is retired at once.
+    /// (`review_watches`). A token that already left is retired at once. While a claim on a
+    /// seated player is undecided, no request is answered here (`seat_claimed`).
+    ///
+    /// `from` is the node the claim came from, or None for a hello a player forwarded with the
+    /// claimant's request (`hello_owner`): such a claim is decided by silence alone.
     fn retire_earlier_sessions(
         &mut self,
         now: Instant,
-        from: Node,
+        from: Option<&Node>,
         sender_token: u32,
-        events: &[WireEvent],
+        tokens: EarlierTokens,
     ) {
-        let Some(tokens) = events.iter().find_map(|w| match &w.event {
-            RemoteEvent::Resume(ResumeStep::Hello(tokens)) => Some(*tokens),
-            _ => None,
-        }) else {
-            return;
-        };
         let my_token = self.my_token();
         let earlier: Vec<u32> = tokens
             .as_slice()
@@ -897,13 +913,13 @@ impl PeerProtocol {
                         // retire it unseen.
                         self.watches.remove(0);
                     }
-                    self.watches.push((token, sender_token, from, now));
+                    self.watches.push((token, sender_token, from.copied(), now));
                 }
                 continue;
             }
             let settled = self
                 .last_heard_of(token)
-                .is_none_or(|heard| self.claim_holds_at_once(token, heard, &from, now, silence));
+                .is_none_or(|heard| self.claim_holds_at_once(token, heard, from, now, silence));
             if settled {
                 retire.push(token);
             } else {
@@ -919,11 +935,55 @@ impl PeerProtocol {
         &self,
         token: u32,
         heard: Instant,
-        from: &Node,
+        from: Option<&Node>,
         now: Instant,
         silence: Duration,
     ) -> bool {
-        now.saturating_duration_since(heard) >= silence || self.placed_at(token, from)
+        now.saturating_duration_since(heard) >= silence
+            || from.is_some_and(|from| self.placed_at(token, from))
+    }
+
+    /// The hello a CONNECT or SLOT_REQUEST carries, if any.
+    fn hello_in(events: &[WireEvent]) -> Option<EarlierTokens> {
+        events.iter().find_map(|w| match &w.event {
+            RemoteEvent::Resume(ResumeStep::Hello(tokens)) => Some(*tokens),
+            _ => None,
+        })
+    }
+
+    /// Whose earlier sessions a packet's hello names, and the node the claim counts as coming
+    /// from: the sender's, from its node, as a rule. A SLOT_REQUEST that a player of this game
+    /// sends from its own node with one request that is not its own forwards that request
+    /// (`forward_to_higher`), and the hello is the requester's; the forwarder's node proves
+    /// nothing about the tokens named, so that claim is decided by silence alone.
+    fn hello_owner(
+        &self,
+        from: &Node,
+        header: &PacketHeader,
+        requests: &[ConnectRequest],
+    ) -> (u32, Option<Node>) {
+        let forwarded = match requests {
+            [only] if header.kind == PacketType::SlotRequest && only.token != header.token => self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.slot_of(from, header.token).is_some()),
+            _ => false,
+        };
+        if forwarded {
+            (requests[0].token, None)
+        } else {
+            (header.token, Some(*from))
+        }
+    }
+
+    /// Whether a claim that a seated player is someone's earlier session is undecided here.
+    fn seat_claimed(&self) -> bool {
+        let Some(session) = &self.session else {
+            return false;
+        };
+        self.claims
+            .iter()
+            .any(|c| session.players().iter().any(|p| p.token == c.0))
     }
 
     /// Keep a pending claim on `token` by `sender_token`, made at `since` (once per pair).
@@ -963,7 +1023,7 @@ impl PeerProtocol {
                 }
                 None => true,
                 Some(heard) => {
-                    if self.claim_holds_at_once(token, heard, &from, now, silence) {
+                    if self.claim_holds_at_once(token, heard, from.as_ref(), now, silence) {
                         retire.push(token);
                     } else {
                         claims.push((token, sender_token, since));
@@ -1281,9 +1341,18 @@ impl PeerProtocol {
         let header = &packet.header;
         match header.kind {
             PacketType::Connect | PacketType::SlotRequest => {
-                self.retire_earlier_sessions(now, from, header.token, events);
                 let requests = Self::requests_in(events, &from, header.token);
+                let hello = Self::hello_in(events);
+                let owner = hello.map(|_| self.hello_owner(&from, header, &requests));
+                if let (Some(tokens), Some((claimant, node))) = (hello, owner) {
+                    self.retire_earlier_sessions(now, node.as_ref(), claimant, tokens);
+                }
                 let new = self.schedule_requests(now, header.token, &requests);
+                if let (Some(tokens), Some((claimant, _))) = (hello, owner) {
+                    if let Some(entry) = self.queue.get_mut(claimant) {
+                        entry.earlier = Some(tokens);
+                    }
+                }
                 self.forward_to_higher(now, new);
             }
             PacketType::ConnectReply => self.snoop_reply(now, from, packet, events),
@@ -1896,10 +1965,14 @@ impl PeerProtocol {
                 // A resend (or the first reply of a seat given at startup).
                 let copies = request.replies_sent == 0;
                 self.send_reply(&request, copies);
-            } else if self.claims.iter().any(|c| c.1 == request.token) {
+            } else if self.claims.iter().any(|c| c.1 == request.token) || self.seat_claimed() {
                 // Its earlier session is still seated (or queued) here and not yet decided: seat
                 // it once that is settled (it comes back to the same slot, or the game is not
-                // full).
+                // full). Likewise while another player's claim on a seat is undecided: this
+                // peer's list still shows that seat's holder, who has most likely left, and not
+                // the claimant, whom the others may have seated there; a newcomer given that list
+                // would keep a player that is gone and never learn of the claimant (nor it of
+                // the newcomer, as the copies of the reply go to the players seated here).
                 if let Some(entry) = self.queue.get_mut(request.token) {
                     entry.reply = Reply::At(now + self.timings.reply_wait);
                 }

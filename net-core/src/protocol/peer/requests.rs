@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::rmev::{ConnectRequest, PlayerName, MAX_SLOTS};
+use crate::rmev::{ConnectRequest, EarlierTokens, PlayerName, MAX_SLOTS};
 use crate::Node;
 
 /// What is to be done about a request.
@@ -35,6 +35,11 @@ pub struct QueuedRequest {
     /// it every connect or slot-request interval); when it was queued if it came by another
     /// peer. A claim that this request is someone's earlier session waits for its silence.
     pub heard: Instant,
+    /// The requester's tokens of earlier sessions, when its request came with a hello (its
+    /// own, or one a player forwarded with it): a forwarded request carries them on, so the
+    /// peer that answers it does not find the game full because of the requester's own
+    /// earlier session.
+    pub earlier: Option<EarlierTokens>,
 }
 
 /// Most requests kept (more than can ever be seated).
@@ -89,6 +94,7 @@ impl RequestQueue {
             replies_sent: 0,
             deferrals: 0,
             heard: now,
+            earlier: None,
         });
         true
     }
