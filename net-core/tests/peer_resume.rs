@@ -365,9 +365,12 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // its request only forwarded by the others, without the hello naming that session (4122
     // 4434 5433 7132 7716 7920); a player whose claim on a departed player's seat was still
     // undecided gave a newcomer a list with the departed player and not its new session, and
-    // the two never met (226 4459).
-    const REGRESSIONS: [u64; 15] = [
+    // the two never met (226 4459); a player that had just seated a newcomer at a higher node
+    // left the others' requests to it before it had heard from it, and one of them ended its
+    // connect loop meanwhile and started a game of its own (12352).
+    const REGRESSIONS: [u64; 16] = [
         219, 226, 1059, 3333, 3451, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188, 9119,
+        12352,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {
@@ -942,4 +945,55 @@ fn a_newcomer_is_not_given_a_player_whose_seat_another_player_claims() {
         sent: Vec::new(),
     });
     run.settle("seed 41 (a newcomer while a claim is undecided)");
+}
+
+#[test]
+fn a_player_does_not_leave_a_request_to_a_higher_newcomer_it_never_heard_from() {
+    // The highest player seats a newcomer at a higher node whose reply never arrives (nothing
+    // reaches the newcomer), so the newcomer is not in the game and answers nobody. A second
+    // newcomer connects right then. The player must answer it itself, not forward its request
+    // to the first newcomer and wait for that one's reply (up to six times, 2 s): seed 12352,
+    // where the player had seated the first newcomer when a claim on a seat was decided, held
+    // the others' requests for it, and one of them ended its connect loop meanwhile and started
+    // a game of its own that the player never learnt of.
+    let mut run = Run::start_with(2, 53, 0.0);
+    let high = run.players[1].node;
+    let first = run.net.add_node();
+    for p in 0..2 {
+        run.net.set_profile(run.players[p].node, first, cut());
+    }
+    let first_token = random_token(&mut run.rng);
+    let mut node = PeerNode::new(first);
+    node.connect(run.net.now(), first_token);
+    run.net.start(first, node);
+    let deadline = run.net.now() + Duration::from_secs(2);
+    while !run.seats(1, first_token) {
+        assert!(run.net.step(deadline), "never seated: {:?}", run.describe());
+    }
+    let deferred = run
+        .net
+        .endpoint(high)
+        .unwrap()
+        .proto
+        .stats()
+        .replies_deferred;
+    let second = run.net.add_node();
+    // The two newcomers do not meet while connecting.
+    run.net.partition(first, second, true);
+    let token = random_token(&mut run.rng);
+    let mut node = PeerNode::new(second);
+    node.connect(run.net.now(), token);
+    run.net.start(second, node);
+    let deadline = run.net.now() + Duration::from_secs(3);
+    while !run.net.endpoint(second).unwrap().proto.is_in_game() {
+        assert!(run.net.step(deadline), "never seated: {:?}", run.describe());
+    }
+    let proto = &run.net.endpoint(high).unwrap().proto;
+    assert_eq!(
+        proto.stats().replies_deferred,
+        deferred,
+        "the highest player waited for a newcomer it never heard from: {:?}",
+        proto.stats()
+    );
+    assert!(run.seats(1, token), "{:?}", run.describe());
 }

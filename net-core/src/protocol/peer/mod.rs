@@ -329,7 +329,11 @@ impl PeerProtocol {
     }
 
     /// Players with a higher node than this peer's that were heard from within `window`: while
-    /// one of them is alive, it answers connect requests, not this peer.
+    /// one of them is alive, it answers connect requests, not this peer. A player whose own
+    /// packets never reached this peer (a newcomer seated here, or listed by a reply, whose first
+    /// game packet has not come) does not count: it may not be in the game yet, and a newcomer
+    /// holds the requests it knows for the deference window after it gets in, so waiting for its
+    /// answer could outlast the requester's connect loop.
     fn live_higher_players(&self, now: Instant, window: Duration) -> Vec<Node> {
         let Some(session) = &self.session else {
             return Vec::new();
@@ -339,7 +343,7 @@ impl PeerProtocol {
             .players()
             .iter()
             .filter(|p| order(&p.node, &self.my_node) == std::cmp::Ordering::Greater)
-            .filter(|p| now.saturating_duration_since(p.last_heard) < window)
+            .filter(|p| p.confirmed && now.saturating_duration_since(p.last_heard) < window)
             .map(|p| p.node)
             .collect()
     }
