@@ -56,15 +56,13 @@ impl ShipState {
     /// Whether `other` holds exactly the same bits. The state is carried bit for bit, so this is
     /// what "changed" means for it: `==` on its floats takes -0.0 for 0.0, and a state changing
     /// only in the sign of a zero would never be sent.
+    /// It runs every frame (the game's own state is handed to the session each frame), so it
+    /// compares fixed arrays, not chained iterators.
     pub fn same_bits(&self, other: &ShipState) -> bool {
-        fn bits(s: &ShipState) -> impl Iterator<Item = u32> + '_ {
-            s.pos
-                .iter()
-                .chain(&s.orient)
-                .chain(&s.vel)
-                .map(|f| f.to_bits())
-        }
-        self.game == other.game && bits(self).eq(bits(other))
+        self.game == other.game
+            && self.pos.map(f32::to_bits) == other.pos.map(f32::to_bits)
+            && self.orient.map(f32::to_bits) == other.orient.map(f32::to_bits)
+            && self.vel.map(f32::to_bits) == other.vel.map(f32::to_bits)
     }
 }
 
