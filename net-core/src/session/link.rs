@@ -239,6 +239,18 @@ pub struct Link {
     stats: LinkStats,
 }
 
+/// Whether a queued event (with its reliable id, if it has one) may go in the next packet as far
+/// as the windows go: an unreliable one always; a reliable one while the packet window
+/// ([`RELIABLE_PACKET_WINDOW`]) is open and it has an id or the in-flight window has room for one.
+fn passes_windows(
+    event: &RemoteEvent,
+    id: Option<u32>,
+    packet_window_open: bool,
+    room: bool,
+) -> bool {
+    !event.is_reliable() || (packet_window_open && (id.is_some() || room))
+}
+
 impl Link {
     pub fn new(config: LinkConfig) -> Link {
         Link::starting_at(config, 1)
@@ -367,13 +379,14 @@ impl Link {
         }
     }
 
-    /// Whether a queued event (with its reliable id, if given) may go in the next packet, as
-    /// far as the windows go: an unreliable one always; a reliable one while the packet window
-    /// ([`RELIABLE_PACKET_WINDOW`]) is open and it has an id or may get one (`max_in_flight`).
+    /// [`passes_windows`] for the next packet.
     fn may_send(&self, event: &RemoteEvent, id: Option<u32>) -> bool {
-        !event.is_reliable()
-            || (self.packet_window_open(self.reliable_packets + 1)
-                && (id.is_some() || self.window_has_room()))
+        passes_windows(
+            event,
+            id,
+            self.packet_window_open(self.reliable_packets + 1),
+            self.window_has_room(),
+        )
     }
 
     /// Whether packet `number` (see `reliable_packets`) may carry new reliable events: it stays
@@ -488,7 +501,7 @@ impl Link {
             if held[word] & mask != 0 {
                 continue;
             }
-            if event.is_reliable() && !(window_open && (id.is_some() || room)) {
+            if !passes_windows(event, *id, window_open, room) {
                 held[word] |= mask;
             } else if !origins.contains(origin) {
                 origins.push(*origin);
