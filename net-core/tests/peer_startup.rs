@@ -502,22 +502,7 @@ fn a_slave_passes_a_connect_sent_to_it_on_at_once_so_the_sender_is_greeted_befor
     );
     net.set_profile(1, 2, profile);
     net.run_until(start + Duration::from_secs(10), check_invariants);
-    assert!(
-        everyone_agrees(&net, 3),
-        "one game of three: {:?}",
-        net.running()
-            .map(|(_, p)| (p.index, p.slot(), p.proto.describe(), &p.events))
-            .collect::<Vec<_>>()
-    );
-    for (_, peer) in net.running() {
-        assert_eq!(peer.proto.stats().slot_conflicts, 0, "peer {}", peer.index);
-        let connected = peer
-            .events
-            .iter()
-            .filter(|e| matches!(e, GameEvent::Connected { .. }))
-            .count();
-        assert_eq!(connected, 1, "peer {} connected once", peer.index);
-    }
+    assert_one_game_without_conflicts(&net, 3);
 }
 
 #[test]
@@ -559,9 +544,15 @@ fn a_slave_of_a_slave_passes_a_forwarded_queue_on_at_once() {
     net.run_until(last_request - ms(20), check_invariants);
     net.set_profile(2, 3, profile);
     net.run_until(start + Duration::from_secs(10), check_invariants);
+    assert_one_game_without_conflicts(&net, 4);
+}
+
+/// All `players` running peers agree on one game, no slot conflict happened, and each was
+/// connected exactly once.
+fn assert_one_game_without_conflicts(net: &Network<PeerNode>, players: usize) {
     assert!(
-        everyone_agrees(&net, 4),
-        "one game of four: {:?}",
+        everyone_agrees(net, players),
+        "one game of {players}: {:?}",
         net.running()
             .map(|(_, p)| (p.index, p.slot(), p.proto.describe(), &p.events))
             .collect::<Vec<_>>()
