@@ -1544,6 +1544,23 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     );
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo finished playing ("), "{status}");
+    // The ended demo is still shown, and `connect` says that (not that one is playing).
+    let refused = live
+        .alice
+        .console_exec("connect 127.0.0.1:9", Instant::now());
+    assert_eq!(
+        refused.result.err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        refused.output
+    );
+    assert!(
+        refused
+            .output
+            .starts_with("connect: a finished demo is still shown (stop first"),
+        "{}",
+        refused.output
+    );
     console(&mut live.alice, "stop");
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo off"), "{status}");

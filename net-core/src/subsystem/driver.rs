@@ -90,10 +90,12 @@ impl Subsystem {
         }
         if self.game.shows_playback() {
             // The game would not see the live game's events (see `start_playback`).
-            return Err(NetError::new(
-                ErrorCode::State,
-                "a demo is playing (stop first: while it plays the game sees only the demo)",
-            ));
+            let what = if self.game.is_playing() {
+                "a demo is playing (stop first: while it plays the game sees only the demo)"
+            } else {
+                "a finished demo is still shown (stop first: until then the game sees only the demo)"
+            };
+            return Err(NetError::new(ErrorCode::State, what));
         }
         if self.protocol_kind == ProtocolKind::Peer {
             // A fresh module, so the current net.peer.* timings apply.
