@@ -3,6 +3,8 @@
 use std::ffi::c_char;
 
 use crate::ffi_guard::{guard_code, read_c_text, require_sane_len, write_c_text};
+use net_core::console::{ConsoleReply, ConsoleStep};
+
 use crate::{global, jump_table};
 
 /// Run one console command line. The reply (or the error message) is written into `out`
@@ -26,14 +28,7 @@ pub unsafe extern "C" fn NET_ConsoleExec(
         }
         require_sane_len(out_len, "out_len")?;
         let result =
-            read_c_text(line, net_core::console::MAX_LINE_LEN, "console line").and_then(|line| {
-                global::with_subsystem_timed(|sub, now| {
-                    let reply = sub.console_exec(line, now);
-                    // A protocol switch takes effect in the table here, under the global lock.
-                    jump_table::bind_protocol(sub.protocol());
-                    Ok(reply)
-                })
-            });
+            read_c_text(line, net_core::console::MAX_LINE_LEN, "console line").and_then(run_line);
         match result {
             Ok(reply) => {
                 write_c_text(&reply.output, out, out_len);
@@ -45,4 +40,27 @@ pub unsafe extern "C" fn NET_ConsoleExec(
             }
         }
     })
+}
+
+/// Run a console line. A line that waits for the network (`servers`, up to 2 s for the
+/// masterservers) waits here with the subsystem unlocked between rounds of its I/O, so another
+/// thread's `NETs_MaintainNet` and `NET_PollEvent` go on meanwhile.
+fn run_line(line: &str) -> net_core::NetResult<ConsoleReply> {
+    let mut step = global::with_subsystem_timed(|sub, now| {
+        let step = sub.console_exec_deferring_waits(line, now);
+        // A protocol switch takes effect in the table here, under the global lock.
+        jump_table::bind_protocol(sub.protocol());
+        Ok(step)
+    })?;
+    loop {
+        match step {
+            ConsoleStep::Done(reply) => return Ok(reply),
+            ConsoleStep::Waiting(wait) => {
+                std::thread::sleep(net_core::console::WAIT_STEP);
+                step = global::with_subsystem_timed(|sub, now| {
+                    Ok(sub.console_continue_wait(wait, now))
+                })?;
+            }
+        }
+    }
 }

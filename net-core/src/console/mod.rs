@@ -128,10 +128,15 @@ pub fn exec(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleReply {
     } else {
         name
     };
-    match (command.run)(sub, name, args, now) {
+    reply_of(name, command, (command.run)(sub, name, args, now))
+}
+
+/// A command's result as the player sees it: every failure names the command and shows its
+/// usage, once.
+fn reply_of(name: &str, command: &Command, result: NetResult<String>) -> ConsoleReply {
+    match result {
         Ok(text) => ConsoleReply::ok(text),
         Err(err) => {
-            // Every failure names the command and shows its usage, once.
             let usage = format!("usage: {}", command.usage);
             let message = if err.message.contains("usage:") {
                 err.message
@@ -143,6 +148,49 @@ pub fn exec(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleReply {
                 format!("{name}: {text}; {usage}")
             };
             ConsoleReply::err(NetError::new(err.code, message))
+        }
+    }
+}
+
+/// A console line whose reply waits for something outside the process (only `servers`, for the
+/// masterservers), run by a caller that waits without holding the subsystem: `NET_ConsoleExec`,
+/// which must not stop another thread's frames for the up to [`SERVERS_WAIT`] the wait takes.
+#[derive(Debug)]
+pub struct ConsoleWait {
+    /// When the command ran (the wait's bound counts from here).
+    started: Instant,
+}
+
+/// Where [`exec_deferring_waits`] or [`continue_wait`] left a line.
+#[derive(Debug)]
+pub enum ConsoleStep {
+    Done(ConsoleReply),
+    /// Call [`continue_wait`] again after [`WAIT_STEP`], without holding the subsystem between.
+    Waiting(ConsoleWait),
+}
+
+/// Pause between two [`continue_wait`] calls.
+pub const WAIT_STEP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// [`exec`], except that a command that would wait for the network returns
+/// [`ConsoleStep::Waiting`] instead, for the caller to drive with [`continue_wait`].
+pub fn exec_deferring_waits(sub: &mut Subsystem, line: &str, now: Instant) -> ConsoleStep {
+    sub.set_console_waits_deferred(true);
+    let reply = exec(sub, line, now);
+    sub.set_console_waits_deferred(false);
+    match sub.take_deferred_console_wait() {
+        Some(started) if reply.result.is_ok() => ConsoleStep::Waiting(ConsoleWait { started }),
+        _ => ConsoleStep::Done(reply),
+    }
+}
+
+/// One more round of a waiting line's I/O: its reply once the wait is over.
+pub fn continue_wait(sub: &mut Subsystem, wait: ConsoleWait, now: Instant) -> ConsoleStep {
+    match servers::continue_servers(sub, wait.started, now) {
+        None => ConsoleStep::Waiting(wait),
+        Some(result) => {
+            let command = find_command("servers").expect("servers is a command");
+            ConsoleStep::Done(reply_of("servers", command, result))
         }
     }
 }

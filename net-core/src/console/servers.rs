@@ -18,7 +18,33 @@ pub const SERVERS_WAIT: Duration = Duration::from_secs(2);
 
 pub fn servers(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> NetResult<String> {
     no_args(args)?;
+    if sub.console_waits_deferred() {
+        // The caller waits without holding the subsystem (`console::continue_wait`).
+        sub.request_server_list(now)?;
+        if sub.server_list().is_fetching() {
+            sub.defer_console_wait(now);
+            return Ok(String::new());
+        }
+        return reply(sub, now, ListWait::Fresh);
+    }
     let wait = sub.wait_for_server_list(now, SERVERS_WAIT)?;
+    reply(sub, now, wait)
+}
+
+/// One round of a deferred `servers` started at `started`: its reply once the fetch completed
+/// (here or in a frame) or [`SERVERS_WAIT`] has passed, `None` while it goes on.
+pub fn continue_servers(
+    sub: &mut Subsystem,
+    started: Instant,
+    now: Instant,
+) -> Option<NetResult<String>> {
+    let waited = now.saturating_duration_since(started);
+    let wait = sub.server_list_wait_step(now, waited, SERVERS_WAIT)?;
+    Some(reply(sub, now, wait))
+}
+
+/// The reply once the wait is over.
+fn reply(sub: &Subsystem, now: Instant, wait: ListWait) -> NetResult<String> {
     let list = sub.server_list();
     if wait == ListWait::StillFetching {
         let mut out = format!(

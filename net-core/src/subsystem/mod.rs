@@ -50,6 +50,8 @@ pub struct Subsystem {
     settings: NetSettings,
     game: GameInterface,
     input_errors: InputErrors,
+    /// A console line's wait left to its caller (`NET_ConsoleExec`'s `servers`).
+    console_waits: ConsoleWaits,
     started: Instant,
     /// Where the last `connect` went (None: broadcast discovery), to connect again after a
     /// backend switch.
@@ -77,6 +79,7 @@ impl Subsystem {
             settings: NetSettings::default(),
             game: GameInterface::default(),
             input_errors: InputErrors::default(),
+            console_waits: ConsoleWaits::default(),
             started: Instant::now(),
             last_target: None,
             stream: None,
@@ -380,10 +383,60 @@ impl Subsystem {
     /// Run one console line (several commands may be separated by ';').
     pub fn console_exec(&mut self, line: &str, now: Instant) -> crate::console::ConsoleReply {
         let reply = crate::console::exec(self, line, now);
+        self.count_console_reply(&reply);
+        reply
+    }
+
+    /// [`console_exec`](Self::console_exec) for a caller that waits for the network without
+    /// holding the subsystem (see [`crate::console::exec_deferring_waits`]).
+    pub fn console_exec_deferring_waits(
+        &mut self,
+        line: &str,
+        now: Instant,
+    ) -> crate::console::ConsoleStep {
+        let step = crate::console::exec_deferring_waits(self, line, now);
+        if let crate::console::ConsoleStep::Done(reply) = &step {
+            self.count_console_reply(reply);
+        }
+        step
+    }
+
+    /// The next round of a line [`console_exec_deferring_waits`](Self::console_exec_deferring_waits)
+    /// left waiting.
+    pub fn console_continue_wait(
+        &mut self,
+        wait: crate::console::ConsoleWait,
+        now: Instant,
+    ) -> crate::console::ConsoleStep {
+        let step = crate::console::continue_wait(self, wait, now);
+        if let crate::console::ConsoleStep::Done(reply) = &step {
+            self.count_console_reply(reply);
+        }
+        step
+    }
+
+    fn count_console_reply(&mut self, reply: &crate::console::ConsoleReply) {
         if reply.result.is_err() {
             self.input_errors.console_lines += 1;
         }
-        reply
+    }
+
+    /// Whether the running console line's waits are left to its caller.
+    pub(crate) fn console_waits_deferred(&self) -> bool {
+        self.console_waits.deferred
+    }
+
+    pub(crate) fn set_console_waits_deferred(&mut self, deferred: bool) {
+        self.console_waits.deferred = deferred;
+    }
+
+    /// The running console line waits, from `started`, for its caller to continue it.
+    pub(crate) fn defer_console_wait(&mut self, started: Instant) {
+        self.console_waits.waiting_since = Some(started);
+    }
+
+    pub(crate) fn take_deferred_console_wait(&mut self) -> Option<Instant> {
+        self.console_waits.waiting_since.take()
     }
 
     /// Finish a recording, leave the game (telling the others), close the backend socket
@@ -400,6 +453,15 @@ impl Subsystem {
         }
         self.packets.close();
     }
+}
+
+/// See [`Subsystem::console_exec_deferring_waits`].
+#[derive(Default)]
+struct ConsoleWaits {
+    /// The running line's caller waits itself.
+    deferred: bool,
+    /// The running line left a wait, begun then.
+    waiting_since: Option<Instant>,
 }
 
 impl Default for Subsystem {

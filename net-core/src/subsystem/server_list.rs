@@ -264,16 +264,31 @@ impl Subsystem {
         }
         let waiting = Instant::now();
         loop {
-            let at = now + waiting.elapsed();
-            if let Some(event) = self.server_list.maintain(at) {
-                self.server_list.shown_in_reply = true;
-                self.game.deliver(at, event);
-                return Ok(ListWait::Fetched);
-            }
-            if waiting.elapsed() >= bound {
-                return Ok(ListWait::StillFetching);
+            let waited = waiting.elapsed();
+            if let Some(end) = self.server_list_wait_step(now + waited, waited, bound) {
+                return Ok(end);
             }
             std::thread::sleep(WAIT_STEP);
         }
+    }
+
+    /// One round of a wait for the list that has lasted `waited` of `bound`: how it ended, or
+    /// `None` while it goes on. A fetch that a frame completed meanwhile (a caller that waits
+    /// without holding the subsystem lets frames run) counts as fetched: its list is there.
+    pub fn server_list_wait_step(
+        &mut self,
+        now: Instant,
+        waited: Duration,
+        bound: Duration,
+    ) -> Option<ListWait> {
+        if !self.server_list.is_fetching() {
+            return Some(ListWait::Fetched);
+        }
+        if let Some(event) = self.server_list.maintain(now) {
+            self.server_list.shown_in_reply = true;
+            self.game.deliver(now, event);
+            return Some(ListWait::Fetched);
+        }
+        (waited >= bound).then_some(ListWait::StillFetching)
     }
 }
