@@ -328,6 +328,50 @@ fn a_backend_that_cannot_be_loaded_is_refused_without_leaving_the_game() {
 }
 
 #[test]
+fn a_backend_whose_socket_cannot_open_is_refused_without_leaving_the_game() {
+    let mut pair = Pair::connected(&[], Duration::from_secs(20));
+    let (before_a, before_b) = (pair.ev_a.len(), pair.ev_b.len());
+    // Queued before the refused switch: each arrives once, in order.
+    for i in 0..20u32 {
+        pair.a.queue_remote_event(numbered(7, i)).unwrap();
+    }
+    // The library loads, but its open fails (an address this host does not have): the switch
+    // is refused before the game is left, as for a library that cannot be loaded.
+    console(&mut pair.a, "net.udp.bind 203.0.113.1");
+    let reply = pair.a.console_exec("net.api udp", Instant::now());
+    assert!(reply.result.is_err(), "{}", reply.output);
+    assert!(
+        reply.output.contains("203.0.113.1")
+            && reply.output.contains("keeping udp")
+            && !reply.output.contains('\n'),
+        "{}",
+        reply.output
+    );
+    // Still in the game: chat is accepted at once, and the series arrives.
+    pair.a.say("still here").unwrap();
+    for i in 20..40u32 {
+        pair.a.queue_remote_event(numbered(7, i)).unwrap();
+    }
+    let arrived = pair.run_until(Duration::from_secs(10), |p| {
+        heard(&p.ev_b, "still here") && series_in(&p.ev_b, 7).len() >= 40
+    });
+    assert!(arrived, "{:?}", pair.ev_b);
+    assert_eq!(series_in(&pair.ev_b, 7), (0..40).collect::<Vec<_>>());
+    let (after_a, after_b) = (&pair.ev_a[before_a..], &pair.ev_b[before_b..]);
+    let left = after_a.iter().chain(after_b).any(|e| {
+        matches!(
+            e,
+            GameEvent::Disconnected { .. }
+                | GameEvent::Connected { .. }
+                | GameEvent::PlayerDisconnected { .. }
+        )
+    });
+    assert!(!left, "{after_a:?} {after_b:?}");
+    let status = console(&mut pair.a, "status");
+    assert!(status.contains("switches: 1 done, 1 failed"), "{status}");
+}
+
+#[test]
 fn changing_the_local_port_in_a_game_keeps_the_game_both_ways() {
     let mut pair = Pair::connected(&[], Duration::from_secs(20));
     let old = pair.a.local_node().unwrap();

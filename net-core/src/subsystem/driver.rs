@@ -309,9 +309,10 @@ impl Subsystem {
         if !connected {
             return self.switch_backend(spec);
         }
-        // A backend that cannot be loaded (a typo, a missing library) or cannot serve this
-        // protocol is refused before the game is left.
+        // A backend that cannot be loaded (a typo, a missing library), cannot serve this
+        // protocol or cannot open a socket is refused before the game is left.
         let backend = self.backend_for_switch(spec)?;
+        self.try_open_for_switch(&backend)?;
         let target = self.last_target.clone();
         // Acknowledgements already in the socket count: what they cover is not sent again.
         // What those packets delivered goes to the game now, before the session ends (the

@@ -297,10 +297,7 @@ impl Subsystem {
     /// Load the backend `spec_text` names and check it can serve the selected protocol; a
     /// failure is counted and says which backend stays.
     pub(crate) fn backend_for_switch(&mut self, spec_text: &str) -> NetResult<Arc<Backend>> {
-        let keeping = match self.packets.backend() {
-            Some(b) => format!("keeping {}", b.name()),
-            None => "no backend active".to_string(),
-        };
+        let keeping = self.keeping_text();
         let loaded = BackendSpec::parse(spec_text).and_then(|spec| loader::load(&spec));
         let backend = match loaded {
             Ok(backend) => backend,
@@ -321,6 +318,36 @@ impl Subsystem {
             ));
         }
         Ok(backend)
+    }
+
+    /// What stays active when a switch is refused: "keeping udp" (or "no backend active").
+    fn keeping_text(&self) -> String {
+        match self.packets.backend() {
+            Some(b) => format!("keeping {}", b.name()),
+            None => "no backend active".to_string(),
+        }
+    }
+
+    /// Open and close at once a socket of `backend` on any free port, with the options it would
+    /// open with: a switch in a game tries this before it leaves the game, so a backend whose
+    /// `open` fails (a missing privilege, an address this host lacks, a broken library) is
+    /// refused like one that cannot be loaded, and the game goes on. A failure is counted as a
+    /// failed switch and says which backend stays.
+    pub(crate) fn try_open_for_switch(&mut self, backend: &Arc<Backend>) -> NetResult<()> {
+        let options = self.backend_options_text(backend.name());
+        match backend.open(0, &options) {
+            Ok(socket) => {
+                drop(socket);
+                Ok(())
+            }
+            Err(e) => {
+                self.packets.note_failed_switch();
+                Err(NetError::new(
+                    e.code,
+                    format!("{}; {}", e.message, self.keeping_text()),
+                ))
+            }
+        }
     }
 
     /// Close the socket of the active backend and open one of `backend` on the same port.
