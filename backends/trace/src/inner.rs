@@ -110,7 +110,10 @@ impl Spec {
         if text.len() > 4096 {
             return Err("backend path longer than 4096 bytes".to_string());
         }
-        let looks_like_path = text.contains('/')
+        // `.` and `..` are directories, not names (they would be looked up as `...so`).
+        let looks_like_path = text == "."
+            || text == ".."
+            || text.contains('/')
             || text.contains('\\')
             || [".so", ".dll", ".dylib"]
                 .iter()
@@ -121,7 +124,7 @@ impl Spec {
         let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
         if !text.chars().all(name_char) {
             return Err(format!(
-                "'{}' is not a backend name (letters, digits, '_', '-' only) or a path",
+                "'{}' is not a backend name (letters, digits, '_', '-', '.' only) or a path",
                 text.escape_debug()
             ));
         }
@@ -409,6 +412,8 @@ mod tests {
             "libfoo.so.1",
             "x.dylib",
             "c:\\x",
+            ".",
+            "..",
         ] {
             assert_eq!(Spec::parse(path), Ok(Spec::Path(path.into())), "{path}");
         }

@@ -46,7 +46,10 @@ impl BackendSpec {
                 "backend path longer than 4096 bytes",
             ));
         }
-        let looks_like_path = text.contains('/')
+        // `.` and `..` are directories, not names (they would be looked up as `...so`).
+        let looks_like_path = text == "."
+            || text == ".."
+            || text.contains('/')
             || text.contains('\\')
             || [".so", ".dll", ".dylib"]
                 .iter()
@@ -59,7 +62,7 @@ impl BackendSpec {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
         {
             return Err(NetError::invalid(format!(
-                "'{}' is not a backend name (letters, digits, '_', '-' only) or a path",
+                "'{}' is not a backend name (letters, digits, '_', '-', '.' only) or a path",
                 text.escape_debug()
             )));
         }
@@ -149,6 +152,11 @@ fn core_library_dir() -> Option<PathBuf> {
 /// Find the file for a spec: the path itself, or the first match of a name in the search dirs.
 pub fn locate(spec: &BackendSpec) -> NetResult<PathBuf> {
     match spec {
+        // Named as typed (`net.api ..`, `net.api sub/`), not as the loader would be given it.
+        BackendSpec::Path(path) if path.is_dir() => Err(NetError::new(
+            ErrorCode::BackendLoad,
+            format!("cannot load '{}': it is a directory", path.display()),
+        )),
         // A bare file name goes to the loader as a path ("./x.so"): on its own, dlopen would
         // look for it in the system's library directories, not here.
         BackendSpec::Path(path) if path.exists() && path.components().count() == 1 => {
@@ -334,6 +342,17 @@ mod tests {
         assert!(e.message.contains("no such file"), "{}", e.message);
         let e = load_path(Path::new("/tmp")).err().unwrap();
         assert!(e.message.contains("directory"), "{}", e.message);
+        // `.` and `..` are directories, named as typed, not names looked up as `...so`.
+        for typed in [".", "..", "./", "../"] {
+            let spec = BackendSpec::parse(typed).unwrap();
+            assert!(matches!(spec, BackendSpec::Path(_)), "{typed}: {spec:?}");
+            let e = load(&spec).err().unwrap();
+            assert_eq!(
+                e.message,
+                format!("cannot load '{typed}': it is a directory"),
+                "{typed}"
+            );
+        }
     }
 
     #[test]
