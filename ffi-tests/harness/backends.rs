@@ -96,3 +96,27 @@ pub fn bad_backends() -> Vec<BadBackend> {
         built("nullopen", "null_open"),
     ]
 }
+
+/// File name of the second C backend, as the loader looks it up for `net.api loopudp`.
+pub const LOOPUDP_FILE: &str = "libparsec_backend_loopudp.so";
+
+/// Build `c/backend_loopudp.c` (UDP on 127.0.0.1, written from the backend guide alone; it
+/// carries the client-server protocols) into `<out>/backends-loopudp/` and return its path.
+pub fn loopudp() -> PathBuf {
+    shared_object(
+        "c/backend_loopudp.c",
+        "backends-loopudp",
+        LOOPUDP_FILE,
+        false,
+    )
+}
+
+/// Build the broken backend `c/bad/STEM.c` into `<out>/bad/` and return its path.
+pub fn bad_backend(stem: &str) -> PathBuf {
+    shared_object(
+        &format!("c/bad/{stem}.c"),
+        "bad",
+        &format!("libparsec_backend_{stem}.so"),
+        false,
+    )
+}

@@ -32,7 +32,20 @@ impl Endpoint {
         program: &Path,
         env: &[(K, V)],
     ) -> Endpoint {
+        Endpoint::spawn_in(name, program, env, None)
+    }
+
+    /// [`Endpoint::spawn`] in the working directory `dir` (None: this process's).
+    pub fn spawn_in<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        name: &str,
+        program: &Path,
+        env: &[(K, V)],
+        dir: Option<&Path>,
+    ) -> Endpoint {
         let mut command = Command::new(program);
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         for (key, value) in env {
             command.env(key, value);
         }
