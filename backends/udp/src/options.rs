@@ -94,7 +94,8 @@ pub fn parse(text: &str) -> Result<Options, String> {
             .parse()
             .map_err(|_| invalid("bind", v, "an IPv4 address such as 0.0.0.0 or 192.168.1.10"))?;
     }
-    if let Some(v) = value(text, "bind6") {
+    let bind6 = value(text, "bind6");
+    if let Some(v) = bind6 {
         opts.bind6 = v
             .parse()
             .map_err(|_| invalid("bind6", v, "an IPv6 address such as :: or ::1"))?;
@@ -127,12 +128,45 @@ pub fn parse(text: &str) -> Result<Options, String> {
     if let Some(v) = value(text, "recvmmsg") {
         opts.recvmmsg = parse_flag("recvmmsg", v)?;
     }
+    if bind6.is_none() {
+        narrow_ipv6_to_ipv4_bind(&mut opts);
+    }
     Ok(opts)
+}
+
+/// An IPv4 address to bind chosen without an IPv6 one means the same restriction for IPv6: an
+/// admin who binds 127.0.0.1 to keep the game on this machine must not find it listening on
+/// every IPv6 address. A loopback `bind` binds IPv6 to `::1`; any other specific address leaves
+/// IPv6 closed unless `ipv6=1` asks for it (then on `::`, as before).
+fn narrow_ipv6_to_ipv4_bind(opts: &mut Options) {
+    if opts.bind.is_loopback() {
+        opts.bind6 = Ipv6Addr::LOCALHOST;
+    } else if !opts.bind.is_unspecified() && opts.ipv6 == Ipv6Mode::Auto {
+        opts.ipv6 = Ipv6Mode::Off;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv4_bind_without_an_ipv6_one_narrows_ipv6_the_same_way() {
+        let loopback = parse("bind=127.0.0.1").unwrap();
+        assert_eq!(loopback.bind6, Ipv6Addr::LOCALHOST);
+        assert_eq!(loopback.ipv6, Ipv6Mode::Auto);
+        let lan = parse("bind=192.168.1.10").unwrap();
+        assert_eq!(lan.ipv6, Ipv6Mode::Off);
+        let lan_and_v6 = parse("bind=192.168.1.10\nipv6=1").unwrap();
+        assert_eq!(
+            (lan_and_v6.ipv6, lan_and_v6.bind6),
+            (Ipv6Mode::On, Ipv6Addr::UNSPECIFIED)
+        );
+        let both = parse("bind=127.0.0.1\nbind6=::").unwrap();
+        assert_eq!(both.bind6, Ipv6Addr::UNSPECIFIED, "an explicit bind6 stands");
+        let wildcard = parse("bind=0.0.0.0").unwrap();
+        assert_eq!((wildcard.bind6, wildcard.ipv6), (Ipv6Addr::UNSPECIFIED, Ipv6Mode::Auto));
+    }
 
     #[test]
     fn defaults_when_empty() {

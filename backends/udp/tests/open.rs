@@ -138,3 +138,55 @@ fn ipv6_required_but_ipv4_only_is_possible() {
         assert_eq!(state.ipv6_port(), Some(state.ipv4_port()));
     }
 }
+
+/// The kernel's local IPv6 address (32 hex digits as /proc/net/udp6 prints it) of the UDP
+/// socket bound to `port`, if there is one.
+fn udp6_local_address(port: u16) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/udp6").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let local = line.split_whitespace().nth(1)?;
+        let (addr, p) = local.split_once(':')?;
+        (u16::from_str_radix(p, 16).ok()? == port).then(|| addr.to_string())
+    })
+}
+
+#[test]
+fn binding_ipv4_loopback_keeps_ipv6_on_loopback_too() {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        println!("SKIPPED: no IPv6 loopback here");
+        return;
+    }
+    let sock = Sock::open(0, "bind=127.0.0.1").expect("opens");
+    // SAFETY: the handle came from `open` and is still open.
+    let inner = unsafe { parsec_backend_udp::socket_from_handle(sock.handle) }.expect("live");
+    let port = inner.ipv6_port().expect("IPv6 is opened where available");
+    assert!(
+        inner.describe().contains(&format!("IPv6 [::1]:{port}")),
+        "{}",
+        inner.describe()
+    );
+    // ::1 as /proc prints it (four little-endian words); a wildcard bind is all zeros.
+    assert_eq!(
+        udp6_local_address(port).as_deref(),
+        Some("00000000000000000000000001000000"),
+        "the IPv6 socket must be bound to ::1, not to every address"
+    );
+
+    // A specific non-loopback IPv4 address leaves IPv6 closed (unless ipv6=1 asks for it).
+    let lan = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("192.0.2.1:9")?;
+            s.local_addr()
+        })
+        .ok()
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    let Some(std::net::IpAddr::V4(lan)) = lan else {
+        println!("SKIPPED (second half): no non-loopback IPv4 address with a route here");
+        return;
+    };
+    let sock = Sock::open(0, &format!("bind={lan}")).expect("opens");
+    // SAFETY: as above.
+    let inner = unsafe { parsec_backend_udp::socket_from_handle(sock.handle) }.expect("live");
+    assert_eq!(inner.ipv6_port(), None, "{}", inner.describe());
+}
