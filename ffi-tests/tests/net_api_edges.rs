@@ -240,7 +240,9 @@ fn names_and_paths_are_found_where_the_docs_say_and_bad_ones_are_refused_in_one_
 /// must leave nobody; each real one makes the other game see one PLAYER_DISCONNECTED and one
 /// PLAYER_CONNECTED.
 fn switch_back_and_forth(games: &mut [LiveGame], first_slot: i32, client_server: bool) {
-    let text = std::env::temp_dir().join(format!("pn-notalib-{}.so", std::process::id()));
+    // One file per test: the two game tests run side by side in this process.
+    let kind = if client_server { "server" } else { "peer" };
+    let text = std::env::temp_dir().join(format!("pn-notalib-{}-{kind}.so", std::process::id()));
     std::fs::write(&text, "text, not a library\n").unwrap();
     // (console line before, net.api argument, what the refusal names, console line after)
     let refused = [

@@ -163,9 +163,16 @@ mod tests {
             (Ipv6Mode::On, Ipv6Addr::UNSPECIFIED)
         );
         let both = parse("bind=127.0.0.1\nbind6=::").unwrap();
-        assert_eq!(both.bind6, Ipv6Addr::UNSPECIFIED, "an explicit bind6 stands");
+        assert_eq!(
+            both.bind6,
+            Ipv6Addr::UNSPECIFIED,
+            "an explicit bind6 stands"
+        );
         let wildcard = parse("bind=0.0.0.0").unwrap();
-        assert_eq!((wildcard.bind6, wildcard.ipv6), (Ipv6Addr::UNSPECIFIED, Ipv6Mode::Auto));
+        assert_eq!(
+            (wildcard.bind6, wildcard.ipv6),
+            (Ipv6Addr::UNSPECIFIED, Ipv6Mode::Auto)
+        );
     }
 
     #[test]
