@@ -973,6 +973,18 @@ fn flying(base: f32, frame: u32) -> ShipState {
     }
 }
 
+/// `connect` is refused as a state error whose message starts with `starts`.
+fn assert_connect_refused(sub: &mut Subsystem, starts: &str) {
+    let refused = sub.console_exec("connect 127.0.0.1:9", Instant::now());
+    assert_eq!(
+        refused.result.err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        refused.output
+    );
+    assert!(refused.output.starts_with(starts), "{}", refused.output);
+}
+
 /// The live game of the demo tests (`a_played_demo_answers_every_lookup_as_the_live_game_did`
 /// and the others): alice records,
 /// bob plays with her. Each frame both set their ship state (alice's first only once she is
@@ -1485,22 +1497,7 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
         "{status}"
     );
     // Connecting is refused while the demo is shown (its Connected would go unseen).
-    let refused = live
-        .alice
-        .console_exec("connect 127.0.0.1:9", Instant::now());
-    assert_eq!(
-        refused.result.err().map(|e| e.code),
-        Some(ErrorCode::State),
-        "{}",
-        refused.output
-    );
-    assert!(
-        refused
-            .output
-            .starts_with("connect: a demo is playing (stop first"),
-        "{}",
-        refused.output
-    );
+    assert_connect_refused(&mut live.alice, "connect: a demo is playing (stop first");
 
     // Alice's game sees the demo and then, once it ends, that it is out of the live game; bob
     // sees alice leave.
@@ -1545,21 +1542,9 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo finished playing ("), "{status}");
     // The ended demo is still shown, and `connect` says that (not that one is playing).
-    let refused = live
-        .alice
-        .console_exec("connect 127.0.0.1:9", Instant::now());
-    assert_eq!(
-        refused.result.err().map(|e| e.code),
-        Some(ErrorCode::State),
-        "{}",
-        refused.output
-    );
-    assert!(
-        refused
-            .output
-            .starts_with("connect: a finished demo is still shown (stop first"),
-        "{}",
-        refused.output
+    assert_connect_refused(
+        &mut live.alice,
+        "connect: a finished demo is still shown (stop first",
     );
     console(&mut live.alice, "stop");
     let status = console(&mut live.alice, "status");

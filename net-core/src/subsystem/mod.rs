@@ -422,10 +422,7 @@ impl Subsystem {
         now: Instant,
     ) -> crate::console::ConsoleStep {
         let step = crate::console::exec_deferring_waits(self, line, now);
-        if let crate::console::ConsoleStep::Done(reply) = &step {
-            self.count_console_reply(reply);
-        }
-        step
+        self.count_console_step(step)
     }
 
     /// The next round of a line [`console_exec_deferring_waits`](Self::console_exec_deferring_waits)
@@ -436,6 +433,14 @@ impl Subsystem {
         now: Instant,
     ) -> crate::console::ConsoleStep {
         let step = crate::console::continue_wait(self, wait, now);
+        self.count_console_step(step)
+    }
+
+    /// A finished line's reply counts like [`console_exec`](Self::console_exec)'s.
+    fn count_console_step(
+        &mut self,
+        step: crate::console::ConsoleStep,
+    ) -> crate::console::ConsoleStep {
         if let crate::console::ConsoleStep::Done(reply) = &step {
             self.count_console_reply(reply);
         }
