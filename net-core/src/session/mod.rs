@@ -1517,8 +1517,8 @@ impl Session {
     }
 
     /// Run timers: drop remotes silent for `peer_timeout`. Returns the slots dropped (mesh),
-    /// each with the token the player had, and whether the server went silent (star).
-    pub fn handle_timeout(&mut self, now: Instant) -> (Vec<(u8, u32)>, bool) {
+    /// each with the token and node the player had, and whether the server went silent (star).
+    pub fn handle_timeout(&mut self, now: Instant) -> (Vec<(u8, u32, Node)>, bool) {
         self.advance_tick(now);
         self.settle_claims(now);
         self.resume.expire(now);
@@ -1559,9 +1559,12 @@ impl Session {
             match slot {
                 Some(slot) => {
                     self.stats.players_timed_out += 1;
-                    let token = self.players.get(slot).map_or(0, |p| p.token);
+                    let (token, node) = self
+                        .players
+                        .get(slot)
+                        .map_or((0, Node::default()), |p| (p.token, p.node));
                     self.remove_player(slot, &format!("no packets for {} s", timeout.as_secs()));
-                    dropped.push((slot, token));
+                    dropped.push((slot, token, node));
                 }
                 None => server_silent = true,
             }

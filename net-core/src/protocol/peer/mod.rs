@@ -55,6 +55,10 @@ const MAX_DEFERRALS: u32 = 6;
 const MAX_DEPARTED: usize = 64;
 /// How many times a peer reconnects by itself after losing a slot conflict.
 const MAX_REJOINS: u32 = 3;
+/// How often a peer left alone by silence probes the players it dropped (see `Probe`).
+const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// How long it goes on probing them.
+const PROBE_PERIOD: Duration = Duration::from_secs(5 * 60);
 
 /// Timings and limits of the peer-to-peer protocol (console variables `net.peer.*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +143,19 @@ impl TokenTimes {
     }
 }
 
+/// A peer that dropped every other player for silence and is alone (most likely its own
+/// network was cut) sends a probe to each node it dropped, every `PROBE_INTERVAL` for
+/// `PROBE_PERIOD`: a NODE_ALIVE without a sender slot, which no session accepts (so it keeps
+/// nobody's entry alive), and which a player that dropped this peer answers with its "you were
+/// dropped" notice (`tell_dropped_player`), so this peer reconnects into that game once the
+/// network is back. It stops when a player gets in, when it leaves the game, or at `until`.
+#[derive(Debug)]
+struct Probe {
+    targets: Vec<Node>,
+    next: Instant,
+    until: Instant,
+}
+
 /// Counters shown by `status` and checked by tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerStats {
@@ -162,6 +179,9 @@ pub struct PeerStats {
     pub conflict_notices_repeated: u64,
     /// Notices to players dropped here for silence whose packets came again.
     pub dropped_notices_sent: u64,
+    /// Probes sent to players this peer dropped for silence when that left it alone (see
+    /// `Probe`).
+    pub probes_sent: u64,
     /// Refusals received while connecting (the connect loop went on; see `take_refusal`).
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
@@ -209,6 +229,11 @@ pub struct PeerProtocol {
     /// machine suspended) is told it was dropped (at most every `reply_wait`), so it connects
     /// again instead of playing on with players that refuse its packets.
     silenced: TokenTimes,
+    /// Nodes of the players dropped here for silence within the last `net.timeout`, with when
+    /// (the players a peer left alone by silence probes).
+    silent_drops: Vec<(Node, Instant)>,
+    /// Probing the players dropped for silence, while alone because of it (see `Probe`).
+    probe: Option<Probe>,
     /// Seated players (or queued requests) a connect request named as the sender's earlier
     /// session while they were still heard from at their own nodes: (their token, the sender's
     /// token, when first claimed). See `retire_earlier_sessions`.
@@ -249,6 +274,8 @@ impl PeerProtocol {
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
             silenced: TokenTimes::default(),
+            silent_drops: Vec::new(),
+            probe: None,
             claims: Vec::new(),
             watches: Vec::new(),
             refusal: None,
@@ -1408,7 +1435,7 @@ impl PeerProtocol {
                     Err(Rejection::UnknownSender) => {
                         self.seat_from_hearsay(now, &from, &packet.header)
                             || self.remind_conflict_loser(now, &from, header.token)
-                            || self.tell_dropped_player(now, &from, header.token)
+                            || self.tell_dropped_player(now, &from, header)
                     }
                     _ => false,
                 };
@@ -1818,10 +1845,22 @@ impl PeerProtocol {
     /// A player dropped here for silence talks again: tell it (a conflict notice naming its
     /// token, with its own text), so it leaves and connects again. Never seats it: returns
     /// false.
-    fn tell_dropped_player(&mut self, now: Instant, from: &Node, token: u32) -> bool {
+    ///
+    /// Two peers that each dropped the other and are each alone (a 2-player game cut in two,
+    /// or every player cut from every other) probe each other: only the higher node answers
+    /// the other's probe, so only the lower one reconnects, into the higher one's game (if both
+    /// answered, probes crossing on the wire would make both leave).
+    fn tell_dropped_player(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
+        let token = header.token;
         let Some(told) = self.silenced.get(token) else {
             return false;
         };
+        if self.probe.is_some()
+            && is_probe(header)
+            && (self.order())(from, &self.my_node) == std::cmp::Ordering::Greater
+        {
+            return false;
+        }
         if now.saturating_duration_since(told) < self.timings.reply_wait {
             return false;
         }
@@ -1844,6 +1883,58 @@ impl PeerProtocol {
         ];
         self.send_oob(*from, PacketType::ConnectRefused, events);
         false
+    }
+
+    /// Every player left this peer for silence: probe the nodes of those dropped within the
+    /// last `net.timeout` (see `Probe`).
+    fn start_probing(&mut self, now: Instant) {
+        let mut targets: Vec<Node> = Vec::new();
+        for (node, _) in &self.silent_drops {
+            if !targets.iter().any(|t| self.same_node(t, node))
+                && !self.same_node(node, &self.my_node)
+            {
+                targets.push(*node);
+            }
+        }
+        if targets.is_empty() {
+            return;
+        }
+        log::info!(
+            "peer: every other player went silent; probing their {} address(es) for {} s",
+            targets.len(),
+            PROBE_PERIOD.as_secs()
+        );
+        self.probe = Some(Probe {
+            targets,
+            next: now,
+            until: now + PROBE_PERIOD,
+        });
+    }
+
+    /// Send the probes that are due; stop probing once a player is in the game or the period
+    /// is over.
+    fn probe_silenced_players(&mut self, now: Instant) {
+        let Some(probe) = &mut self.probe else {
+            return;
+        };
+        let alone = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.players().is_empty());
+        if !alone || now >= probe.until {
+            log::info!("peer: probing the silent players ends");
+            self.probe = None;
+            return;
+        }
+        if now < probe.next {
+            return;
+        }
+        probe.next = now + PROBE_INTERVAL;
+        let targets = probe.targets.clone();
+        for node in targets {
+            self.send_oob_as(node, PacketType::NodeAlive, None, Vec::new());
+            self.stats.probes_sent += 1;
+        }
     }
 
     fn send_conflict_notice(&mut self, token: u32, node: Node) {
@@ -2054,10 +2145,18 @@ impl PeerProtocol {
         self.contests.clear();
         self.conflict_losers.clear();
         self.silenced.clear();
+        self.silent_drops.clear();
+        self.probe = None;
         self.claims.clear();
         self.watches.clear();
         self.refusal = None;
     }
+}
+
+/// Whether a packet is a probe of a peer left alone by silence (see `Probe`): a NODE_ALIVE
+/// without a sender slot, which no player of a peer game sends otherwise.
+fn is_probe(header: &PacketHeader) -> bool {
+    header.kind == PacketType::NodeAlive && header.sender_slot.is_none()
 }
 
 /// Node equality from the node order.
@@ -2275,10 +2374,21 @@ impl ClientProtocol for PeerProtocol {
                 self.answer_due_requests(now);
                 if let Some(session) = self.session.as_mut() {
                     let (dropped, _) = session.handle_timeout(now);
-                    for (_, token) in dropped {
-                        self.silenced.set(token, now);
+                    if !dropped.is_empty() {
+                        let timeout = session.config().peer_timeout;
+                        let alone = session.players().is_empty();
+                        for (_, token, node) in dropped {
+                            self.silenced.set(token, now);
+                            self.silent_drops.push((node, now));
+                        }
+                        self.silent_drops
+                            .retain(|(_, at)| now.saturating_duration_since(*at) <= timeout);
+                        if alone {
+                            self.start_probing(now);
+                        }
                     }
                 }
+                self.probe_silenced_players(now);
             }
             _ => {}
         }
@@ -2309,7 +2419,11 @@ impl ClientProtocol for PeerProtocol {
             .min();
         let session = self.session.as_ref().and_then(Session::poll_timeout);
         let claims = self.next_claim_decision();
-        [phase, queue, session, claims].into_iter().flatten().min()
+        let probe = self.probe.as_ref().map(|p| p.next);
+        [phase, queue, session, claims, probe]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn poll_event(&mut self) -> Option<GameEvent> {
@@ -2331,6 +2445,7 @@ impl ClientProtocol for PeerProtocol {
             ("silent players replaced", s.silent_holders_replaced),
             ("conflict notices repeated", s.conflict_notices_repeated),
             ("dropped players told", s.dropped_notices_sent),
+            ("probes of silent players sent", s.probes_sent),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
             ("earlier-session claims refused", s.earlier_claims_refused),
