@@ -155,3 +155,39 @@ fn typing_commands_completing_with_tab_and_chat_above_the_prompt() {
     a.line("quit");
     b.line("quit");
 }
+
+/// Regression: lines typed ahead while the console was busy, or pasted in one go, reached the
+/// line editor in one read, and only the first was executed; the others were lost without a
+/// word (the line editor dropped what it had read past the first line). Under load this lost
+/// the `connect` of the test above. Every line must now be executed, in order.
+#[test]
+fn lines_typed_ahead_in_one_go_are_all_executed() {
+    if !tmux_available() {
+        println!("SKIPPED: tmux is not installed (tools/test.sh installs it)");
+        return;
+    }
+    let a = Tty::start("typeahead");
+    a.keys(&[
+        "-l",
+        "name pasted\rnet.port 7001\rnet.sendfreq 30\rnet.rate 5000\r",
+    ]);
+    let screen = a.wait_for("net.rate = 5000 bytes/s", Duration::from_secs(20));
+    let order: Vec<usize> = [
+        "name = pasted",
+        "local port set to 7001",
+        "net.sendfreq = 30 Hz",
+        "net.rate = 5000 bytes/s",
+    ]
+    .iter()
+    .map(|reply| {
+        screen
+            .find(reply)
+            .unwrap_or_else(|| panic!("{reply:?} missing:\n{screen}"))
+    })
+    .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "out of order:\n{screen}"
+    );
+    a.line("quit");
+}
