@@ -13,7 +13,10 @@
  *     second changes nothing); then three ship states, each followed by a chat line naming it:
  *     S1 with pos[0] = +0.0, S2 = S1 with pos[0] = -0.0 (equal as floats, not as bits), S3 = S2
  *     with one bit of the game area flipped; every field holds an extreme value (denormals,
- *     FLT_MAX, negative zero);
+ *     FLT_MAX, negative zero); peer to peer the actor sets the next state only once the
+ *     watcher answered "seen Sn" for the last (NET_GetPlayerState answers as of the last
+ *     NETs_MaintainNet, docs/c-api.md: a watcher that runs late would otherwise read the next
+ *     state, already received with the chat line, while it handles "state Sn");
  *   - the watcher: sees exactly PLAYER_JOINED, PLAYER_UNJOINED (list_id 0), PLAYER_JOINED,
  *     PLAYER_UNJOINED (7), PLAYER_JOINED, PLAYER_UNJOINED (255), PLAYER_JOINED, PLAYER_NAME (the
  *     new name, once) from the actor's slot, and on each state's chat line NET_GetPlayerState of
@@ -24,10 +27,13 @@
  *
  * Usage: rejoin_pair --role actor|watcher --port PORT --peer HOST:PORT [--rounds N]
  *                    [--exec LINE]... [--same-frame] [--near-states] [--server-order]
+ *                    [--watcher-frame-ms N]
  *   --exec LINE    a console line run after the loopback setup (net.subsys gameserver; --peer
  *                  is then the server's address)
  *   --same-frame   the actor's unjoins, joins and rename all in one frame
  *   --near-states  the actor's ship stays within a gameserver's default --distance
+ *   --watcher-frame-ms N  the watcher sleeps N ms a frame (5 by default), as a game on a loaded
+ *                  machine runs late: the actor sends several packets between its frames
  *   --server-order the name may come anywhere among the actor's events, and a state may be
  *                  overtaken by a later one (through a server; the last must arrive exactly);
  *                  names a server cannot carry as set (not ASCII, a space at an end) are
@@ -61,6 +67,8 @@ static int near_states;
 static int server_order;
 /* --same-frame: the actor's unjoins and joins all in one frame (no NETs_MaintainNet between). */
 static int same_frame;
+/* --watcher-frame-ms: the watcher's sleep per frame (the actor's is always 5 ms). */
+static int watcher_frame_ms = 5;
 
 struct game {
     int actor;
@@ -70,6 +78,7 @@ struct game {
     int other_joined;
     int other_left;
     int saw_seen;              /* actor: the watcher's "seen" */
+    int states_acked;          /* actor: the watcher's "seen Sn" (peer to peer) */
     char history[512];         /* watcher: the actor's JOINED/UNJOINED/NAME events, in order */
     int states_checked;        /* watcher: S1..S3 checked */
     int states_announced;      /* watcher (--server-order): "state Sn" lines seen */
@@ -206,13 +215,23 @@ static void handle(struct game *g, const NET_Event *e)
         if (g->actor) {
             if (strcmp(e->text, "seen") == 0) {
                 g->saw_seen = 1;
+            } else if (strncmp(e->text, "seen S", 6) == 0) {
+                int index = e->text[6] - '1';
+
+                if (index >= 0 && index < 3) {
+                    g->states_acked |= 1 << index;
+                }
             }
         } else if (strncmp(e->text, "state S", 7) == 0) {
             int index = e->text[7] - '1';
 
             if (index >= 0 && index < 3 && !server_order) {
+                char seen[16];
+
                 check_state(g, index);
                 g->states_checked |= 1 << index;
+                snprintf(seen, sizeof seen, "seen S%d", index + 1);
+                expect_code("NET_RmEvSendText(\"seen Sn\")", NET_RmEvSendText(seen), NET_OK);
             } else if (index >= 0 && index < 3) {
                 g->states_announced |= 1 << index;
             }
@@ -235,7 +254,7 @@ static void frame(struct game *g)
     if (rc != 0) {
         expect_code("NET_PollEvent", rc, 0);
     }
-    check_sleep_ms(5);
+    check_sleep_ms(g->actor ? 5 : watcher_frame_ms);
 }
 
 /* Run frames until `*flag` is set or `deadline`; 1 if it was set. */
@@ -316,6 +335,14 @@ static void act(struct game *g, long long deadline)
         snprintf(what, sizeof what, "round %d: NET_RmEvSendText(\"%s\")", g->round, text);
         expect_code(what, NET_RmEvSendText(text), NET_OK);
         frame(g);
+        if (!server_order) {
+            while (!(g->states_acked & (1 << i)) && check_now_ms() < deadline) {
+                frame(g);
+            }
+            snprintf(what, sizeof what, "round %d: the watcher answered \"seen S%d\"", g->round,
+                     i + 1);
+            expect_true(what, (g->states_acked & (1 << i)) != 0, "");
+        }
     }
     snprintf(what, sizeof what, "round %d: the watcher says it saw everything", g->round);
     expect_true(what, frames_until(g, &g->saw_seen, deadline), "");
@@ -485,11 +512,13 @@ int main(int argc, char **argv)
             near_states = 1;
         } else if (strcmp(argv[i], "--same-frame") == 0) {
             same_frame = 1;
+        } else if (i + 1 < argc && strcmp(argv[i], "--watcher-frame-ms") == 0) {
+            watcher_frame_ms = atoi(argv[++i]);
         } else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0) {
             rounds = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: rejoin_pair --role actor|watcher --port PORT --peer "
-                            "HOST:PORT [--rounds N] [--exec LINE]... [--same-frame] [--near-states] [--server-order]\n");
+                            "HOST:PORT [--rounds N] [--exec LINE]... [--same-frame] [--near-states] [--server-order] [--watcher-frame-ms N]\n");
             return 2;
         }
     }

@@ -82,6 +82,15 @@ fn unjoins_joins_and_a_rename_in_one_frame() {
     pair(false, None, &["--same-frame"]);
 }
 
+/// A watcher whose frames run late (60 ms each, as on a loaded machine) gets the actor's chat
+/// line "state Sn" in the same `NETs_MaintainNet` as the packets sent after it; every state must
+/// still be seen bit for bit, because the actor sets the next one only once the watcher said it
+/// saw the last. (Under load the test once read S3 while handling "state S2".)
+#[test]
+fn a_watcher_running_late_still_sees_every_state_bit_for_bit() {
+    pair(false, None, &["--watcher-frame-ms", "60"]);
+}
+
 /// Through a server the name comes once the server accepted it, not in order with the events
 /// around it, and (gameserver) a state may be overtaken by a later one before the watcher reads it.
 #[test]
