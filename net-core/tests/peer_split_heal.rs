@@ -2,7 +2,8 @@
 //! others drop it and it drops them, so it sits alone in a game of its own. When the cut heals
 //! it must find its way back into the bigger game (it probes the players it dropped, whose
 //! "you were dropped" answer makes it reconnect), without the bigger game being disturbed.
-//! A 2/2 split stays split (nobody is alone), and probing stops by itself.
+//! Every player dropped for silence is probed, so two players that lost only each other, and
+//! a 2/2 split, are one game again too. Probing stops by itself.
 
 use std::time::Duration;
 
@@ -37,6 +38,19 @@ fn meet_over(count: usize, seed: u64, profile: LinkProfile) -> Network<PeerNode>
     net.run_until(start + Duration::from_secs(10), |_| {});
     assert!(everyone_agrees(&net, count), "the {count} are in one game");
     net
+}
+
+/// The seeds a randomized test runs: a few by default, more when told
+/// (`PEER_SPLIT_FIRST`, `PEER_SPLIT_RUNS`; see docs/fuzzing.md).
+fn seeds(runs: u64) -> std::ops::Range<u64> {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let first = var("PEER_SPLIT_FIRST", 0);
+    first..first + var("PEER_SPLIT_RUNS", runs)
 }
 
 fn describe(net: &Network<PeerNode>) -> String {
@@ -150,11 +164,6 @@ fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
                 .any(|e| matches!(e, GameEvent::PlayerConnected { .. })),
             "peer {i} saw the lone one come back"
         );
-        assert_eq!(
-            probes(peer),
-            0,
-            "peer {i} was never alone: it does not probe"
-        );
     }
     let probed = probes(back);
     assert!(probed > 0, "it probed while alone");
@@ -212,27 +221,209 @@ fn two_players_cut_apart_meet_again_in_one_game() {
     }
 }
 
-#[test]
-fn a_two_two_split_stays_split_and_nobody_is_disturbed() {
-    let mut net = meet(4, 43);
-    cut(&mut net, &[0, 1], &[2, 3], true);
-    net.run_for(Duration::from_secs(25));
+/// Four players cut 2/2 for longer than `net.timeout`: each side drops the other and plays on
+/// as a game of two. When the cut heals the weaker side (the one without the highest node)
+/// reconnects into the other's game, and the four are one game again; the game that wins is
+/// not disturbed.
+fn two_two_split_heals(side_a: [usize; 2], side_b: [usize; 2], seed: u64) {
+    let mut net = meet(4, seed);
+    cut(&mut net, &side_a, &side_b, true);
+    net.run_for(Duration::from_secs(25) + Duration::from_millis(311 * (seed % 4)));
+    for i in 0..4 {
+        assert_eq!(
+            net.endpoint(i)
+                .unwrap()
+                .proto
+                .session()
+                .unwrap()
+                .players()
+                .len(),
+            1,
+            "seed {seed}: peer {i} plays on in its game of two: {}",
+            describe(&net)
+        );
+    }
+    let tokens: Vec<u32> = (0..4)
+        .map(|i| net.endpoint(i).unwrap().token().unwrap())
+        .collect();
     let seen: Vec<usize> = (0..4)
         .map(|i| net.endpoint(i).unwrap().events.len())
         .collect();
-    cut(&mut net, &[0, 1], &[2, 3], false);
-    net.run_for(Duration::from_secs(30));
-    for (i, &since) in seen.iter().enumerate() {
+    cut(&mut net, &side_a, &side_b, false);
+    net.run_for(Duration::from_secs(10));
+    assert!(
+        everyone_agrees(&net, 4),
+        "seed {seed}: {side_a:?}/{side_b:?}: one game of four again: {}",
+        describe(&net)
+    );
+    // The side with the highest node (3) keeps its game; the other side reconnects once each.
+    let (kept, moved) = if side_a.contains(&3) {
+        (side_a, side_b)
+    } else {
+        (side_b, side_a)
+    };
+    for i in kept {
         let peer = net.endpoint(i).unwrap();
         assert_eq!(
-            peer.proto.session().unwrap().players().len(),
+            disconnects(peer, seen[i]),
+            0,
+            "seed {seed}: peer {i} keeps its game: {:?}",
+            &peer.events[seen[i]..]
+        );
+        assert_eq!(peer.token(), Some(tokens[i]), "seed {seed}: peer {i}");
+    }
+    for i in moved {
+        let peer = net.endpoint(i).unwrap();
+        assert_eq!(
+            disconnects(peer, seen[i]),
             1,
-            "peer {i} stays in its game of two: {}",
+            "seed {seed}: peer {i} reconnected once: {:?}",
+            &peer.events[seen[i]..]
+        );
+    }
+    let probed: Vec<u64> = (0..4).map(|i| probes(net.endpoint(i).unwrap())).collect();
+    net.run_for(Duration::from_secs(5));
+    for (i, &before) in probed.iter().enumerate() {
+        assert_eq!(
+            probes(net.endpoint(i).unwrap()),
+            before,
+            "seed {seed}: peer {i} probes no more"
+        );
+    }
+    assert!(everyone_agrees(&net, 4), "{}", describe(&net));
+}
+
+#[test]
+fn a_two_two_split_heals_into_one_game() {
+    for seed in seeds(4) {
+        two_two_split_heals([0, 1], [2, 3], 43 + seed);
+        two_two_split_heals([0, 3], [1, 2], 43 + seed);
+    }
+}
+
+/// Two players of three or four lose contact with each other only (each still hears the
+/// rest) for longer than `net.timeout`, and drop each other. When the cut heals the lower of
+/// the two reconnects (the others see it leave and come back) and gets the whole list, the
+/// other one included.
+fn partial_cut_heals(count: usize, a: usize, b: usize, seed: u64) {
+    let mut net = meet(count, seed);
+    cut(&mut net, &[a], &[b], true);
+    net.run_for(Duration::from_secs(25) + Duration::from_millis(173 * (seed % 5)));
+    for i in [a, b] {
+        assert_eq!(
+            net.endpoint(i)
+                .unwrap()
+                .proto
+                .session()
+                .unwrap()
+                .players()
+                .len(),
+            count - 2,
+            "seed {seed}: peer {i} dropped the one it cannot hear and kept the rest: {}",
             describe(&net)
         );
-        assert_eq!(disconnects(peer, since), 0, "peer {i} was not disturbed");
-        assert_eq!(probes(peer), 0, "peer {i} is not alone: it does not probe");
     }
+    let tokens: Vec<u32> = (0..count)
+        .map(|i| net.endpoint(i).unwrap().token().unwrap())
+        .collect();
+    let seen: Vec<usize> = (0..count)
+        .map(|i| net.endpoint(i).unwrap().events.len())
+        .collect();
+    cut(&mut net, &[a], &[b], false);
+    net.run_for(Duration::from_secs(8));
+    assert!(
+        everyone_agrees(&net, count),
+        "seed {seed}: {count} players, {a} and {b} cut apart: one game again: {}",
+        describe(&net)
+    );
+    let (lower, higher) = (a.min(b), a.max(b));
+    for i in 0..count {
+        let peer = net.endpoint(i).unwrap();
+        let after = &peer.events[seen[i]..];
+        if i == lower {
+            assert_eq!(disconnects(peer, seen[i]), 1, "seed {seed}: {after:?}");
+            assert!(after
+                .iter()
+                .any(|e| matches!(e, GameEvent::Disconnected { reason }
+                if reason.starts_with("dropped by the other players"))));
+            continue;
+        }
+        assert_eq!(
+            disconnects(peer, seen[i]),
+            0,
+            "seed {seed}: peer {i} is not disturbed: {after:?}"
+        );
+        assert_eq!(peer.token(), Some(tokens[i]), "seed {seed}: peer {i}");
+        let left = after
+            .iter()
+            .filter(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+            .count();
+        let came = after
+            .iter()
+            .filter(|e| matches!(e, GameEvent::PlayerConnected { .. }))
+            .count();
+        assert_eq!(
+            (left, came),
+            if i == higher { (0, 1) } else { (1, 1) },
+            "seed {seed}: peer {i} sees only the lower one leave and come back: {after:?}"
+        );
+    }
+    let probed: Vec<u64> = (0..count)
+        .map(|i| probes(net.endpoint(i).unwrap()))
+        .collect();
+    net.run_for(Duration::from_secs(5));
+    for (i, &before) in probed.iter().enumerate() {
+        assert_eq!(probes(net.endpoint(i).unwrap()), before, "peer {i}");
+    }
+}
+
+#[test]
+fn two_players_that_lost_only_each_other_meet_again() {
+    for seed in seeds(3) {
+        partial_cut_heals(3, 0, 1, 60 + seed);
+        partial_cut_heals(3, 2, 0, 60 + seed);
+        partial_cut_heals(4, 1, 3, 60 + seed);
+        partial_cut_heals(4, 0, 2, 60 + seed);
+    }
+}
+
+/// Packets from one player to another are lost (one way only): the receiver drops the sender
+/// and probes it, and the sender, which still lists the receiver, is not disturbed by the
+/// probes. When the loss ends the sender reconnects (told it was dropped).
+#[test]
+fn probes_to_a_player_that_still_lists_the_prober_do_not_disturb_it() {
+    let mut net = meet(3, 46);
+    let lossy = LinkProfile {
+        loss: 1.0,
+        ..profile()
+    };
+    net.set_profile(1, 2, lossy);
+    net.run_for(Duration::from_secs(25));
+    assert_eq!(
+        net.endpoint(2)
+            .unwrap()
+            .proto
+            .session()
+            .unwrap()
+            .players()
+            .len(),
+        1,
+        "peer 2 dropped peer 1: {}",
+        describe(&net)
+    );
+    assert!(probes(net.endpoint(2).unwrap()) > 0, "and probes it");
+    let one = net.endpoint(1).unwrap();
+    assert_eq!(
+        one.proto.session().unwrap().players().len(),
+        2,
+        "peer 1 still lists both: {}",
+        describe(&net)
+    );
+    assert_eq!(disconnects(one, 0), 0);
+    assert!(one.proto.session().unwrap().stats().packets_rejected > 0);
+    net.set_profile(1, 2, profile());
+    net.run_for(Duration::from_secs(8));
+    assert!(everyone_agrees(&net, 3), "{}", describe(&net));
 }
 
 #[test]
@@ -309,4 +500,104 @@ fn probes_to_crashed_players_are_harmless_and_stop_by_themselves() {
         "about one a second to each: {stopped}"
     );
     assert!(net.endpoint(0).unwrap().proto.is_in_game());
+}
+
+/// A player of three crashes: the two left probe its port (harmless: nothing answers), and a
+/// new process there joins their game like any newcomer; once it is seated the probes stop.
+#[test]
+fn probes_of_a_crashed_player_stop_when_a_new_process_there_joins() {
+    let mut net = meet(3, 47);
+    net.crash(2);
+    net.run_for(Duration::from_secs(25));
+    for i in 0..2 {
+        let peer = net.endpoint(i).unwrap();
+        assert_eq!(peer.proto.session().unwrap().players().len(), 1);
+        assert!(probes(peer) > 0, "peer {i} probes the crashed one's port");
+    }
+    let seen: Vec<usize> = (0..2)
+        .map(|i| net.endpoint(i).unwrap().events.len())
+        .collect();
+    let mut fresh = PeerNode::new(2);
+    fresh.connect(net.now(), 0x999);
+    net.start(2, fresh);
+    net.run_for(Duration::from_secs(10));
+    assert!(everyone_agrees(&net, 3), "{}", describe(&net));
+    let fresh = net.endpoint(2).unwrap();
+    assert_eq!(disconnects(fresh, 0), 0, "{:?}", fresh.events);
+    assert!(
+        matches!(fresh.events.first(), Some(GameEvent::Connected { .. })),
+        "{:?}",
+        fresh.events
+    );
+    for (i, &since) in seen.iter().enumerate() {
+        assert_eq!(disconnects(net.endpoint(i).unwrap(), since), 0);
+    }
+    let probed: Vec<u64> = (0..2).map(|i| probes(net.endpoint(i).unwrap())).collect();
+    net.run_for(Duration::from_secs(5));
+    for (i, &before) in probed.iter().enumerate() {
+        assert_eq!(probes(net.endpoint(i).unwrap()), before, "peer {i} stopped");
+    }
+}
+
+/// Every player cut from every other: each is alone in a game of its own. When the network
+/// heals they are one game again (in the highest node's game).
+#[test]
+fn players_cut_from_everyone_meet_again_in_one_game() {
+    for (count, seed) in [(3, 70), (4, 71), (4, 72), (3, 73)] {
+        let mut net = meet(count, seed);
+        for a in 0..count {
+            for b in a + 1..count {
+                net.partition(a, b, true);
+            }
+        }
+        net.run_for(Duration::from_secs(25));
+        for i in 0..count {
+            assert!(net
+                .endpoint(i)
+                .unwrap()
+                .proto
+                .session()
+                .unwrap()
+                .players()
+                .is_empty());
+        }
+        let top_token = net.endpoint(count - 1).unwrap().token();
+        for a in 0..count {
+            for b in a + 1..count {
+                net.partition(a, b, false);
+            }
+        }
+        net.run_for(Duration::from_secs(15));
+        assert!(
+            everyone_agrees(&net, count),
+            "seed {seed}: {count} players one game again: {}",
+            describe(&net)
+        );
+        assert_eq!(
+            net.endpoint(count - 1).unwrap().token(),
+            top_token,
+            "seed {seed}: the highest node kept its game"
+        );
+    }
+}
+
+/// A 2/2 split a long way apart (150 ms each way), so probes and answers cross on the wire.
+#[test]
+fn a_two_two_split_far_apart_heals_into_one_game() {
+    let far = LinkProfile {
+        latency: Duration::from_millis(150),
+        ..Default::default()
+    };
+    for seed in 0..4 {
+        let mut net = meet_over(4, 80 + seed, far);
+        cut(&mut net, &[0, 2], &[1, 3], true);
+        net.run_for(Duration::from_secs(25) + Duration::from_millis(137 * seed));
+        cut(&mut net, &[0, 2], &[1, 3], false);
+        net.run_for(Duration::from_secs(12));
+        assert!(
+            everyone_agrees(&net, 4),
+            "seed {seed}: one game again: {}",
+            describe(&net)
+        );
+    }
 }

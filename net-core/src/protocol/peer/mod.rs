@@ -55,7 +55,7 @@ const MAX_DEFERRALS: u32 = 6;
 const MAX_DEPARTED: usize = 64;
 /// How many times a peer reconnects by itself after losing a slot conflict.
 const MAX_REJOINS: u32 = 3;
-/// How often a peer left alone by silence probes the players it dropped (see `Probe`).
+/// How often a peer probes the players it dropped for silence (see `Probe`).
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 /// How long it goes on probing them.
 const PROBE_PERIOD: Duration = Duration::from_secs(5 * 60);
@@ -143,16 +143,17 @@ impl TokenTimes {
     }
 }
 
-/// A peer that dropped every other player for silence and is alone (most likely its own
-/// network was cut) sends a probe to each node it dropped, every `PROBE_INTERVAL` for
-/// `PROBE_PERIOD`: a NODE_ALIVE without a sender slot, which no session accepts (so it keeps
-/// nobody's entry alive), and which a player that dropped this peer answers with its "you were
-/// dropped" notice (`tell_dropped_player`), so this peer reconnects into that game once the
-/// network is back. It stops when a player gets in, when it leaves the game, or at `until`.
+/// A peer sends a probe to the node of each player it dropped for silence (its own network,
+/// or that player's, or only the path between them was cut), every `PROBE_INTERVAL` for
+/// `PROBE_PERIOD`: a NODE_ALIVE without a sender slot, carrying this peer's player list, which
+/// no session accepts (so it keeps nobody's entry alive). A player that dropped this peer and
+/// whose game wins over the prober's (`wins_over`) answers it with its "you were dropped"
+/// notice (`tell_dropped_player`), so the prober reconnects into that game once the network
+/// is back. A node is probed until a player is seated at it again, until this peer leaves the
+/// game, or until `until`.
 #[derive(Debug)]
 struct Probe {
-    targets: Vec<Node>,
-    next: Instant,
+    node: Node,
     until: Instant,
 }
 
@@ -229,11 +230,10 @@ pub struct PeerProtocol {
     /// machine suspended) is told it was dropped (at most every `reply_wait`), so it connects
     /// again instead of playing on with players that refuse its packets.
     silenced: TokenTimes,
-    /// Nodes of the players dropped here for silence within the last `net.timeout`, with when
-    /// (the players a peer left alone by silence probes).
-    silent_drops: Vec<(Node, Instant)>,
-    /// Probing the players dropped for silence, while alone because of it (see `Probe`).
-    probe: Option<Probe>,
+    /// The nodes of players dropped here for silence that are being probed (see `Probe`).
+    probes: Vec<Probe>,
+    /// When the next probes go out (none while nobody is probed).
+    next_probe: Option<Instant>,
     /// Seated players (or queued requests) a connect request named as the sender's earlier
     /// session while they were still heard from at their own nodes: (their token, the sender's
     /// token, when first claimed). See `retire_earlier_sessions`.
@@ -274,8 +274,8 @@ impl PeerProtocol {
             contests: TokenTimes::default(),
             conflict_losers: TokenTimes::default(),
             silenced: TokenTimes::default(),
-            silent_drops: Vec::new(),
-            probe: None,
+            probes: Vec::new(),
+            next_probe: None,
             claims: Vec::new(),
             watches: Vec::new(),
             refusal: None,
@@ -1392,7 +1392,11 @@ impl PeerProtocol {
                 let requests = Self::requests_in(events, &from, 0);
                 if requests.iter().any(|r| r.token == my_token) {
                     let text = Self::refusal_text(events);
-                    self.rejoin(now, &text);
+                    // The answer to a probe: connect to the player that answered, into its game
+                    // (a broadcast could be answered first by a player of the game being left,
+                    // which is about to leave it too).
+                    let target = self.is_probing(&from).then_some(from);
+                    self.rejoin(now, &text, target);
                     return;
                 }
                 for r in requests {
@@ -1435,7 +1439,7 @@ impl PeerProtocol {
                     Err(Rejection::UnknownSender) => {
                         self.seat_from_hearsay(now, &from, &packet.header)
                             || self.remind_conflict_loser(now, &from, header.token)
-                            || self.tell_dropped_player(now, &from, header)
+                            || self.tell_dropped_player(now, &from, header, events)
                     }
                     _ => false,
                 };
@@ -1813,6 +1817,7 @@ impl PeerProtocol {
                 self.rejoin(
                     now,
                     "slot conflict: another player holds this slot; reconnecting",
+                    None,
                 );
                 return false;
             }
@@ -1846,19 +1851,21 @@ impl PeerProtocol {
     /// token, with its own text), so it leaves and connects again. Never seats it: returns
     /// false.
     ///
-    /// Two peers that each dropped the other and are each alone (a 2-player game cut in two,
-    /// or every player cut from every other) probe each other: only the higher node answers
-    /// the other's probe, so only the lower one reconnects, into the higher one's game (if both
+    /// Two peers that dropped each other probe each other: only the one whose game wins
+    /// (`wins_over`) answers the other's probe, so only the other one reconnects (if both
     /// answered, probes crossing on the wire would make both leave).
-    fn tell_dropped_player(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
+    fn tell_dropped_player(
+        &mut self,
+        now: Instant,
+        from: &Node,
+        header: &PacketHeader,
+        events: &[WireEvent],
+    ) -> bool {
         let token = header.token;
         let Some(told) = self.silenced.get(token) else {
             return false;
         };
-        if self.probe.is_some()
-            && is_probe(header)
-            && (self.order())(from, &self.my_node) == std::cmp::Ordering::Greater
-        {
+        if is_probe(header) && self.is_probing(from) && !self.wins_over(from, events) {
             return false;
         }
         if now.saturating_duration_since(told) < self.timings.reply_wait {
@@ -1885,54 +1892,92 @@ impl PeerProtocol {
         false
     }
 
-    /// Every player left this peer for silence: probe the nodes of those dropped within the
-    /// last `net.timeout` (see `Probe`).
-    fn start_probing(&mut self, now: Instant) {
-        let mut targets: Vec<Node> = Vec::new();
-        for (node, _) in &self.silent_drops {
-            if !targets.iter().any(|t| self.same_node(t, node))
-                && !self.same_node(node, &self.my_node)
-            {
-                targets.push(*node);
-            }
-        }
-        if targets.is_empty() {
-            return;
-        }
-        log::info!(
-            "peer: every other player went silent; probing their {} address(es) for {} s",
-            targets.len(),
-            PROBE_PERIOD.as_secs()
-        );
-        self.probe = Some(Probe {
-            targets,
-            next: now,
-            until: now + PROBE_PERIOD,
-        });
+    /// Whether `node` is probed here (a player there was dropped for silence).
+    fn is_probing(&self, node: &Node) -> bool {
+        self.probes.iter().any(|p| self.same_node(&p.node, node))
     }
 
-    /// Send the probes that are due; stop probing once a player is in the game or the period
-    /// is over.
+    /// Two players that dropped each other for silence and probe each other: does this peer's
+    /// game win over the game of the prober at `from` (its player list is in the probe; a probe
+    /// without one is a lone peer's)? If the two games share a player (the two lost only each
+    /// other) the higher node wins: the lower one reconnects and gets the whole list. Otherwise
+    /// (a split) the game with more players wins, and of two as big the one with the highest
+    /// node. Both sides judge alike, so exactly one answers.
+    fn wins_over(&self, from: &Node, events: &[WireEvent]) -> bool {
+        let order = Arc::clone(self.order());
+        let theirs: Vec<PlayerListEntry> =
+            Self::player_list_in(events).cloned().unwrap_or_default();
+        let mine = self.player_list();
+        let shared = theirs
+            .iter()
+            .any(|t| mine.iter().any(|m| m.token == t.token));
+        if shared {
+            return order(&self.my_node, from) == std::cmp::Ordering::Greater;
+        }
+        let their_count = theirs.len().max(1);
+        if mine.len() != their_count {
+            return mine.len() > their_count;
+        }
+        let highest = |nodes: &mut dyn Iterator<Item = Node>| {
+            nodes.max_by(|a, b| order(a, b)).unwrap_or_default()
+        };
+        let my_top = highest(&mut mine.iter().map(|e| e.node));
+        let their_top = highest(&mut theirs.iter().map(|e| e.node).chain(std::iter::once(*from)));
+        order(&my_top, &their_top) == std::cmp::Ordering::Greater
+    }
+
+    /// Players were dropped here for silence: probe their nodes (see `Probe`).
+    fn start_probing(&mut self, now: Instant, nodes: Vec<Node>) {
+        for node in nodes {
+            if self.same_node(&node, &self.my_node) || self.is_probing(&node) {
+                continue;
+            }
+            log::info!(
+                "peer: a player went silent; probing its address for {} s",
+                PROBE_PERIOD.as_secs()
+            );
+            self.probes.push(Probe {
+                node,
+                until: now + PROBE_PERIOD,
+            });
+            self.next_probe.get_or_insert(now);
+        }
+    }
+
+    /// Send the probes that are due; stop probing a node once a player is seated there again
+    /// or its period is over.
     fn probe_silenced_players(&mut self, now: Instant) {
-        let Some(probe) = &mut self.probe else {
+        let Some(next) = self.next_probe else {
             return;
         };
-        let alone = self
-            .session
-            .as_ref()
-            .is_some_and(|s| s.players().is_empty());
-        if !alone || now >= probe.until {
+        let mut probes = std::mem::take(&mut self.probes);
+        probes.retain(|p| {
+            let seated = self.session.as_ref().is_some_and(|s| {
+                s.players()
+                    .iter()
+                    .any(|pl| self.same_node(&pl.node, &p.node))
+            });
+            now < p.until && !seated
+        });
+        self.probes = probes;
+        if self.probes.is_empty() {
             log::info!("peer: probing the silent players ends");
-            self.probe = None;
+            self.next_probe = None;
             return;
         }
-        if now < probe.next {
+        if now < next {
             return;
         }
-        probe.next = now + PROBE_INTERVAL;
-        let targets = probe.targets.clone();
+        self.next_probe = Some(now + PROBE_INTERVAL);
+        let list = self.player_list();
+        let targets: Vec<Node> = self.probes.iter().map(|p| p.node).collect();
         for node in targets {
-            self.send_oob_as(node, PacketType::NodeAlive, None, Vec::new());
+            self.send_oob_as(
+                node,
+                PacketType::NodeAlive,
+                None,
+                vec![RemoteEvent::PlayerList(list.clone())],
+            );
             self.stats.probes_sent += 1;
         }
     }
@@ -1953,8 +1998,9 @@ impl PeerProtocol {
         self.send_oob(node, PacketType::ConnectRefused, events);
     }
 
-    /// Leave the game and connect again (after losing a slot conflict).
-    fn rejoin(&mut self, now: Instant, reason: &str) {
+    /// Leave the game and connect again (after losing a slot conflict, or told it was dropped),
+    /// to `target` if given (the player that answered a probe), else as before.
+    fn rejoin(&mut self, now: Instant, reason: &str, target: Option<Node>) {
         let Some(mut params) = self.params.clone() else {
             return;
         };
@@ -1975,6 +2021,9 @@ impl PeerProtocol {
             params.token = 1;
         }
         params.local_node = self.my_node;
+        if target.is_some() {
+            params.target = target;
+        }
         if self.connect(now, params).is_ok() {
             self.rejoins_left = left;
         }
@@ -2145,8 +2194,8 @@ impl PeerProtocol {
         self.contests.clear();
         self.conflict_losers.clear();
         self.silenced.clear();
-        self.silent_drops.clear();
-        self.probe = None;
+        self.probes.clear();
+        self.next_probe = None;
         self.claims.clear();
         self.watches.clear();
         self.refusal = None;
@@ -2374,19 +2423,12 @@ impl ClientProtocol for PeerProtocol {
                 self.answer_due_requests(now);
                 if let Some(session) = self.session.as_mut() {
                     let (dropped, _) = session.handle_timeout(now);
-                    if !dropped.is_empty() {
-                        let timeout = session.config().peer_timeout;
-                        let alone = session.players().is_empty();
-                        for (_, token, node) in dropped {
-                            self.silenced.set(token, now);
-                            self.silent_drops.push((node, now));
-                        }
-                        self.silent_drops
-                            .retain(|(_, at)| now.saturating_duration_since(*at) <= timeout);
-                        if alone {
-                            self.start_probing(now);
-                        }
+                    let mut nodes = Vec::new();
+                    for (_, token, node) in dropped {
+                        self.silenced.set(token, now);
+                        nodes.push(node);
                     }
+                    self.start_probing(now, nodes);
                 }
                 self.probe_silenced_players(now);
             }
@@ -2419,8 +2461,7 @@ impl ClientProtocol for PeerProtocol {
             .min();
         let session = self.session.as_ref().and_then(Session::poll_timeout);
         let claims = self.next_claim_decision();
-        let probe = self.probe.as_ref().map(|p| p.next);
-        [phase, queue, session, claims, probe]
+        [phase, queue, session, claims, self.next_probe]
             .into_iter()
             .flatten()
             .min()
