@@ -8,6 +8,10 @@
 //! of them leaves its game. Before the probes, cid stayed alone and the others without him for
 //! good. Needs root; without it the test prints SKIPPED and passes.
 //!
+//! A second test cuts only ann and bea apart (a blackhole route to each other in each one's
+//! namespace; both still reach cid): they drop each other, and when the routes go ann (the
+//! lower address) is told, reconnects, and lists bea again; bea and cid stay in their game.
+//!
 //! No wall-clock bound is asserted: the test waits for events in order, with generous limits.
 
 use std::process::Command;
@@ -57,6 +61,116 @@ fn cable(lan: &Lan, host: usize, up: bool) {
         .status()
         .expect("run ip");
     assert!(status.success(), "ip link set {up}: {status}");
+}
+
+/// Add or remove a blackhole route to host `to` in host `from`'s namespace (its packets to
+/// that one host are dropped; everything else still flows).
+fn blackhole(lan: &Lan, from: usize, to: usize, on: bool) {
+    let status = Command::new("ip")
+        .args(["-n", lan.namespace(from), "route"])
+        .arg(if on { "add" } else { "del" })
+        .arg("blackhole")
+        .arg(format!("{}/32", lan.address(to)))
+        .status()
+        .expect("run ip");
+    assert!(status.success(), "ip route blackhole {on}: {status}");
+}
+
+/// Three joined games meet on the LAN (ann, bea, cid, on hosts 0, 1, 2).
+fn three_games(lan: &Lan, program: &std::path::Path) -> Vec<LiveGame> {
+    let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
+    let names = ["ann", "bea", "cid"];
+    let games: Vec<LiveGame> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = lan.command(i, program);
+            command.args(game_args(name, &setup, None, 2, 600_000, 0));
+            command.arg("--control");
+            LiveGame::spawn(name, command, false)
+        })
+        .collect();
+    for game in &games {
+        wait_event(game, 0, STEP, |e| e.kind == "CONNECTED");
+        for other in names.iter().filter(|n| **n != game.name()) {
+            wait_event(game, 0, STEP, |e| {
+                e.kind == "PLAYER_CONNECTED" && e.text == *other
+            });
+            wait_event(game, 0, STEP, |e| e.kind == "PLAYER_JOINED");
+        }
+    }
+    games
+}
+
+fn slot_of(game: &LiveGame) -> i32 {
+    events(game)
+        .iter()
+        .rev()
+        .find(|e| e.kind == "CONNECTED")
+        .map(|e| e.player)
+        .unwrap_or_else(|| game.fail("not connected"))
+}
+
+#[test]
+fn two_peers_cut_apart_from_each_other_only_are_in_one_game_again_when_the_cut_heals() {
+    if skip_without("root for network namespaces") {
+        return;
+    }
+    let program = Build::c("c/peer_game.c").build();
+    let lan = Lan::create(3);
+    let mut games = three_games(&lan, &program);
+    let slots: Vec<i32> = games.iter().map(slot_of).collect();
+
+    let before: Vec<usize> = games.iter().map(|g| events(g).len()).collect();
+    blackhole(&lan, 0, 1, true);
+    blackhole(&lan, 1, 0, true);
+    for (me, other) in [(0, 1), (1, 0)] {
+        let i = wait_event(&games[me], before[me], SILENCE, |e| {
+            e.kind == "PLAYER_DISCONNECTED" && e.player == slots[other]
+        });
+        assert_eq!(events(&games[me])[i].text, "no packets for 20 s");
+    }
+
+    let before: Vec<usize> = games.iter().map(|g| events(g).len()).collect();
+    blackhole(&lan, 0, 1, false);
+    blackhole(&lan, 1, 0, false);
+    let ann = &games[0];
+    let told = wait_event(ann, before[0], STEP, |e| e.kind == "DISCONNECTED");
+    let text = &events(ann)[told].text;
+    assert!(
+        text.starts_with("dropped by the other players") && text.ends_with("reconnecting"),
+        "ann's DISCONNECTED says why: {text:?}"
+    );
+    wait_event(ann, told + 1, STEP, |e| e.kind == "CONNECTED");
+    for name in ["bea", "cid"] {
+        wait_event(ann, told + 1, STEP, |e| {
+            e.kind == "PLAYER_CONNECTED" && e.text == name
+        });
+    }
+    for (i, game) in games.iter().enumerate().skip(1) {
+        wait_event(game, before[i], STEP, |e| {
+            e.kind == "PLAYER_CONNECTED" && e.text == "ann"
+        });
+        assert!(
+            !events(game)[before[i]..]
+                .iter()
+                .any(|e| e.kind == "DISCONNECTED"),
+            "{} stayed in its game",
+            game.name()
+        );
+    }
+    let (rc, players) = games[1].exec("players");
+    assert_eq!(rc, 0, "{players}");
+    assert!(
+        players
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("ann")),
+        "bea lists ann again: {players}"
+    );
+
+    while let Some(game) = games.pop() {
+        let _ = game.quit(STEP);
+    }
 }
 
 #[test]
