@@ -13,6 +13,7 @@
  *   peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]
  *             [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]
  *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS] [--lookups]
+ *             [--connect-tries N]
  *   peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]
  *
  *   --exec LINE     a console line run after NET_Init, before connecting (repeatable), e.g.
@@ -51,6 +52,10 @@
  *                   The game then does not end when it finishes and has lingered: only on
  *                   @quit or the end of stdin. It also follows reconnections: after a
  *                   DISCONNECTED event it joins again on the next CONNECTED (in any slot).
+ *   --connect-tries N
+ *                   connect up to N times (default 1): an ERROR event before the game was
+ *                   ever connected (a join that timed out on a damaged network) runs the
+ *                   connect again, as a player would, instead of giving up
  *   --series-ms MS  with --control: while the series is on, every MS ms queue the reliable
  *                   custom event type 600 with the series number n (0, 1, ...; 4 bytes
  *                   little-endian) followed by this game's name; a number that the library
@@ -157,6 +162,7 @@ struct options {
     long series_ms;   /* --series-ms */
     int lookups;      /* --lookups: a LOOKUP line after every EVENT line */
     double near;      /* --near D; < 0 when not given */
+    long connect_tries; /* --connect-tries N */
 };
 
 /* The --pos table: where each named player's ship flies (name NULL: this game's own). It is
@@ -193,7 +199,9 @@ struct game {
     int32_t slot;          /* own slot, -1 until connected */
     int connected;         /* NET_EVENT_CONNECTED arrived (and no DISCONNECTED since) */
     int ever_connected;    /* NET_EVENT_CONNECTED arrived at least once */
-    int gave_up;           /* an error event arrived before connecting */
+    int gave_up;           /* an error event arrived before connecting, with no try left */
+    long connects_done;    /* connects started (--connect-tries) */
+    int connect_again;     /* an error event before connecting left a try: connect next frame */
     int joined;            /* NETs_Join was called */
     int acted;             /* said hello, fired, sent the custom event */
     uint32_t acted_frame;  /* the frame it acted in */
@@ -488,7 +496,11 @@ static void note_event(struct game *g, const NET_Event *e)
         break;
     case NET_EVENT_ERROR:
         if (!g->ever_connected) {
-            g->gave_up = 1;
+            if (g->connects_done < g->opt.connect_tries) {
+                g->connect_again = 1;
+            } else {
+                g->gave_up = 1;
+            }
         }
         break;
     case NET_EVENT_TEXT:
@@ -945,10 +957,27 @@ static void send_series(struct game *g)
 
 /* ----- the two modes -------------------------------------------------------------------------------- */
 
+/* Connect: the console's `connect H:P` with --peer, NETs_Connect() without. */
+static int32_t start_connect(struct game *g)
+{
+    char line[300];
+    int32_t rc;
+
+    g->connects_done++;
+    if (g->opt.peer != NULL) {
+        snprintf(line, sizeof line, "connect %s", g->opt.peer);
+        rc = console(line, NULL, 0);
+    } else {
+        rc = NETs_Connect();
+        printf("ACT connect rc=%d\n", (int)rc);
+    }
+    fflush(stdout);
+    return rc;
+}
+
 static int run_live(struct game *g)
 {
     static char status[CONSOLE_CAP];
-    char line[600];
     int32_t rc;
     long long start, deadline, linger_until = 0;
     int summarized = 0, complete = 0;
@@ -967,15 +996,7 @@ static int run_live(struct game *g)
     }
     rc = NET_SetObjectPositionCallback(object_position, g);
     printf("ACT position_callback rc=%d\n", (int)rc);
-    if (g->opt.peer != NULL) {
-        snprintf(line, sizeof line, "connect %s", g->opt.peer);
-        rc = console(line, NULL, 0);
-    } else {
-        rc = NETs_Connect();
-        printf("ACT connect rc=%d\n", (int)rc);
-    }
-    fflush(stdout);
-    if (rc != NET_OK) {
+    if (start_connect(g) != NET_OK) {
         return 2;
     }
 
@@ -993,6 +1014,12 @@ static int run_live(struct game *g)
         }
         NETs_MaintainNet();
         poll_events(g);
+        if (g->connect_again) {
+            g->connect_again = 0;
+            if (start_connect(g) != NET_OK) {
+                g->gave_up = 1;
+            }
+        }
         if (g->connected && !g->joined) {
             rc = NETs_Join();
             printf("ACT join rc=%d slot=%d\n", (int)rc, (int)g->slot);
@@ -1150,6 +1177,7 @@ int main(int argc, char **argv)
     opt->linger_ms = 1000;
     opt->frame_ms = 10;
     opt->near = -1.0;
+    opt->connect_tries = 1;
     for (i = 1; i < argc; i++) {
         const char *arg = argv[i];
         char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1208,6 +1236,10 @@ int main(int argc, char **argv)
             opt->near = strtod(value, &end);
             if (end == value || *end != '\0' || !(opt->near >= 0.0)) {
                 return usage("--near takes a distance (0 or more)");
+            }
+        } else if (strcmp(arg, "--connect-tries") == 0) {
+            if (!parse_number(value, &opt->connect_tries) || opt->connect_tries == 0) {
+                return usage("--connect-tries takes a count (at least 1)");
             }
         } else if (strcmp(arg, "--series-ms") == 0) {
             if (!parse_number(value, &opt->series_ms) || opt->series_ms == 0) {
