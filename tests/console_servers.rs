@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn console(script: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_parsecnet"))
@@ -125,7 +125,6 @@ fn exec_servers_prints_a_slow_list_when_it_arrives() {
             .unwrap();
         request
     });
-    let started = Instant::now();
     let out = console(&format!("net.master {addr}; servers"));
     let text = stdout(&out);
     assert_eq!(slow.join().unwrap(), "list servers\n");
@@ -136,7 +135,6 @@ fn exec_servers_prints_a_slow_list_when_it_arrives() {
     );
     assert!(text.contains("* server list: 1 server"), "{text}");
     assert!(text.contains("Slowpoke") && text.contains("1/4"), "{text}");
-    assert!(started.elapsed() < Duration::from_secs(8));
 }
 
 #[test]
