@@ -302,10 +302,13 @@ pub fn validate_name(name: &str) -> Result<String, RequestError> {
     text_fields::name(name).ok_or(RequestError::BadName)
 }
 
-/// An OS name: 1-31 printable ASCII bytes, not containing " url: " (it could not be listed).
+/// An OS name: 1-31 printable ASCII bytes, not containing " url: " or " maxplayers: " (not even
+/// at its ends: it could not be listed or read back from a join line).
 pub fn validate_os(os: &str) -> Result<String, RequestError> {
     let os = printable(os, MAX_OS_LEN).ok_or(RequestError::BadOs)?;
-    if os.contains(URL_MARK) || os.contains(MAXPLAYERS_MARK) {
+    // Not even at its ends: "x maxplayers:" would be read as "x" in a join line, and "x url:"
+    // as "x" in a list line.
+    if text_fields::holds_mark(&os, URL_MARK) || text_fields::holds_mark(&os, MAXPLAYERS_MARK) {
         return Err(RequestError::BadOs);
     }
     Ok(os)
@@ -524,5 +527,33 @@ mod tests {
             let reply = err.reply();
             assert!(reply == ILLEGAL_REQUEST || reply == VERSION_INCOMPATIBLE);
         }
+    }
+
+    /// Regression (fuzz: master_lines): a server named "os: a", or with the OS "a maxplayers:",
+    /// passed the checks but its join line did not parse (illegal request); an OS "x url:"
+    /// made its list line unreadable. The checks now refuse them.
+    #[test]
+    fn names_and_os_that_their_lines_could_not_carry_are_refused() {
+        assert_eq!(validate_name("os: a"), Err(RequestError::BadName));
+        assert_eq!(validate_name("a os:"), Err(RequestError::BadName));
+        for os in ["a maxplayers:", "maxplayers: 4", "x url:", "url: y", "url:"] {
+            assert_eq!(validate_os(os), Err(RequestError::BadOs), "{os:?}");
+        }
+        assert_eq!(validate_os("x url"), Ok("x url".to_string()));
+        let join = JoinRequest {
+            version_major: 1,
+            version_minor: 0,
+            name: "gq".into(),
+            os: "linux".into(),
+            max_players: 4,
+            url: "http://x".into(),
+            kind: ServerKind::GameServer,
+            port: 6581,
+            udp_port: 6522,
+        };
+        assert_eq!(
+            parse_request(&join_line(&join)),
+            Ok(MasterRequest::Join(join))
+        );
     }
 }

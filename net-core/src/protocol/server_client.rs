@@ -93,15 +93,26 @@ pub struct Accepted {
 
 /// Parse the accepted line of a join.
 pub fn parse_accepted(line: &str) -> Option<Accepted> {
+    const SLOT_MARK: &str = " accepted, slot: ";
     let rest = line.strip_prefix("join from ")?;
-    let (_, rest) = rest.split_once(" accepted, slot: ")?;
-    let (slot, rest) = rest.split_once(", server name: ")?;
-    let slot: u8 = slot.parse().ok()?;
-    let (server_name, udp_port, server_token) = match rest.rsplit_once(" udp: ") {
-        Some((name, ext)) => {
-            let (udp, token) = ext.split_once(" token: ")?;
-            (name, Some(udp.parse().ok()?), Some(token.parse().ok()?))
-        }
+    // The player's name comes first and may hold the mark itself ("ace accepted, slot: 1"), or
+    // end with all of it but its last space ("ace accepted, slot:"), so that it overlaps the
+    // real one: the slot is after the first mark, overlapping ones included, that is followed
+    // by a number and the server name's mark (a name of at most 31 bytes cannot hold both).
+    let (slot, rest) = (0..rest.len())
+        .filter(|&at| rest.as_bytes()[at..].starts_with(SLOT_MARK.as_bytes()))
+        .find_map(|at| {
+            // `at` starts with a space: a character boundary.
+            let (slot, rest) = rest[at + SLOT_MARK.len()..].split_once(", server name: ")?;
+            Some((slot.parse::<u8>().ok()?, rest))
+        })?;
+    // Our servers' extension; a design server's name that only looks like it is its name.
+    let ext = rest.rsplit_once(" udp: ").and_then(|(name, ext)| {
+        let (udp, token) = ext.split_once(" token: ")?;
+        Some((name, udp.parse().ok()?, token.parse().ok()?))
+    });
+    let (server_name, udp_port, server_token) = match ext {
+        Some((name, udp, token)) => (name, Some(udp), Some(token)),
         None => (rest, None, None),
     };
     Some(Accepted {
@@ -196,7 +207,7 @@ impl ServerClient {
             return None;
         }
         Some(format!(
-            "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters, without a space at either end",
+            "the name '{}' cannot be used on a {}: names there are 1-31 printable ASCII characters, without a space at either end, and without \" os: \" (not even as \"os: \" at the start or \" os:\" at the end)",
             name.escape_debug(),
             self.kind
         ))
@@ -260,12 +271,11 @@ impl ServerClient {
     /// their own to masterservers.
     fn join_line(&self) -> String {
         let params = self.params.as_ref().expect("params while active");
-        format!(
-            "version: 1.0 join me: {} os: {} port: {} token: {}",
-            params.name,
-            crate::server::master_links::default_os(),
-            params.game_port,
-            params.token
+        crate::server::text_protocol::join_request(
+            &params.name.to_string(),
+            &crate::server::master_links::default_os(),
+            Some(params.game_port),
+            Some(params.token),
         )
     }
 
@@ -720,6 +730,37 @@ mod tests {
             None
         );
         assert_eq!(parse_accepted("server full"), None);
+    }
+
+    /// Regression (fuzz: client_lines): a player named "q accepted, slot: 1" (a name the
+    /// servers take) could not read its own accepted line, and a design server whose name held
+    /// " udp: " was not understood at all.
+    #[test]
+    fn accepted_lines_parse_whatever_the_names_hold() {
+        let accepted = |slot, name: &str, ext: Option<(u16, u32)>| Accepted {
+            slot,
+            server_name: name.into(),
+            udp_port: ext.map(|e| e.0),
+            server_token: ext.map(|e| e.1),
+        };
+        assert_eq!(
+            parse_accepted("join from q accepted, slot: 1 accepted, slot: 5, server name: srv"),
+            Some(accepted(5, "srv", None))
+        );
+        assert_eq!(
+            parse_accepted("join from q accepted, slot: accepted, slot: 5, server name: 1"),
+            Some(accepted(5, "1", None))
+        );
+        assert_eq!(
+            parse_accepted(
+                "join from a, server name: b accepted, slot: 3, server name: c udp: 1 token: 2"
+            ),
+            Some(accepted(3, "c", Some((1, 2))))
+        );
+        assert_eq!(
+            parse_accepted("join from a accepted, slot: 0, server name: my udp: server"),
+            Some(accepted(0, "my udp: server", None))
+        );
     }
 
     #[test]

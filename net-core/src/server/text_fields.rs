@@ -36,9 +36,21 @@ pub fn printable(text: &str, max: usize) -> Option<String> {
     ok.then(|| text.to_string())
 }
 
-/// A player or server name: [`printable`] within [`MAX_NAME_LEN`] and without [`OS_MARK`].
+/// A player or server name: [`printable`] within [`MAX_NAME_LEN`] and without [`OS_MARK`], not
+/// even at its ends: in a join line a name is followed by " os: ", so a name ending in " os:"
+/// ("x os:") would be read as "x", and one beginning with "os: " ("os: x") as an empty name.
 pub fn name(text: &str) -> Option<String> {
-    printable(text, MAX_NAME_LEN).filter(|name| !name.contains(OS_MARK))
+    printable(text, MAX_NAME_LEN).filter(|name| !holds_mark(name, OS_MARK))
+}
+
+/// Whether `mark` (a word between spaces, as " os: ") is in `text` once the spaces that surround
+/// `text` in a line are counted: inside it, or at its start or end without the outer space.
+pub fn holds_mark(text: &str, mark: &str) -> bool {
+    let word = mark.trim_matches(' ');
+    text.contains(mark)
+        || text == word
+        || (mark.ends_with(' ') && text.starts_with(mark.trim_start_matches(' ')))
+        || (mark.starts_with(' ') && text.ends_with(mark.trim_end_matches(' ')))
 }
 
 /// What is wrong with the start of a join line; each protocol names it in its own error.
@@ -121,6 +133,14 @@ mod tests {
         assert_eq!(name(&"x".repeat(32)), None);
         for bad in ["", "   ", "tab\there", "bell\x07", "é", "a os: b"] {
             assert_eq!(name(bad), None, "{bad:?}");
+        }
+        // Regression (fuzz: server_lines, master_lines): in a join line "x os:" was read as
+        // the name "x" and "os: x" as an empty name, so neither may be a name.
+        for bad in ["x os:", "os: x", "os:", "  os: x  "] {
+            assert_eq!(name(bad), None, "{bad:?}");
+        }
+        for good in ["os:x", "x os", "xos: y", "chaos: y", "x os:y"] {
+            assert_eq!(name(good).as_deref(), Some(good), "{good:?}");
         }
         assert_eq!(printable("a os: b", 31).as_deref(), Some("a os: b"));
     }

@@ -193,6 +193,19 @@ pub fn validate_name(name: &str) -> Result<String, LineError> {
     text_fields::name(name).ok_or(LineError::BadName)
 }
 
+/// `version: 1.0 join me: NAME os: OS[ port: P][ token: T]`: the join line a client sends
+/// (ours always with both extensions).
+pub fn join_request(name: &str, os: &str, port: Option<u16>, token: Option<u32>) -> String {
+    let mut line = format!("version: 1.0 join me: {name} os: {os}");
+    if let Some(port) = port {
+        line.push_str(&format!("{PORT_MARK}{port}"));
+    }
+    if let Some(token) = token {
+        line.push_str(&format!("{TOKEN_MARK}{token}"));
+    }
+    line
+}
+
 /// What an extended client is told about the server in its accepted line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerExtension {
