@@ -17,6 +17,7 @@ use net_core::master::protocol::{
 use net_core::packet_api::Conditions;
 use net_core::protocol::server_client::{parse_accepted, parse_update, Accepted, Update};
 use net_core::relay::{RelayConfig, RelayCore};
+use net_core::server::bans::{BanEntry, BanList};
 use net_core::server::http::{head_end, respond, Pages};
 use net_core::server::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
 use net_core::server::master_links::default_os;
@@ -42,6 +43,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("master_lines", master_lines),
     ("http_request", http_request),
     ("relay_datagrams", relay_datagrams),
+    ("ban_file", ban_file),
 ];
 
 /// Fields for the writer-to-reader checks, taken from the input: text parts separated by `|`,
@@ -504,5 +506,35 @@ pub fn relay_datagrams(data: &[u8]) {
             decode_packet(&buf[..n], &mut scratch).expect("the relay sends valid packets");
         }
         while relay.poll_silent().is_some() {}
+    }
+}
+
+/// The servers' ban file (`--ban-file`, re-read when it changes): any text gives a list and a
+/// message per skipped line, never a panic; every entry prints as a line that parses to the
+/// same entry, bans its own network address, and a single address bans no neighbour.
+pub fn ban_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (list, problems) = BanList::parse(text);
+    assert!(problems.len() <= text.lines().count());
+    for entry in list.entries() {
+        let line = entry.to_string();
+        assert_eq!(BanEntry::parse(&line).as_ref(), Ok(entry), "{line:?}");
+        let (network, prefix) = match line.split_once('/') {
+            Some((network, prefix)) => (network, Some(prefix)),
+            None => (line.as_str(), None),
+        };
+        let network: IpAddr = network
+            .parse()
+            .expect("an entry prints its network address");
+        assert!(entry.contains(network), "{line:?} bans its own address");
+        if prefix.is_none() {
+            let neighbour = match network {
+                IpAddr::V4(v4) => IpAddr::V4(Ipv4Addr::from(u32::from(v4) ^ 1)),
+                IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) ^ 1)),
+            };
+            assert!(!entry.contains(neighbour), "{line:?} bans {neighbour} too");
+        }
     }
 }

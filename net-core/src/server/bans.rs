@@ -37,12 +37,26 @@ impl BanEntry {
             .parse()
             .map_err(|_| format!("'{addr_text}' is not an IPv4 or IPv6 address"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix_len = match prefix_text {
+        let mut prefix_len = match prefix_text {
             None => max,
             Some(p) => match p.parse::<u8>() {
                 Ok(n) if n <= max && !p.starts_with('+') => n,
                 _ => return Err(format!("'/{p}' is not a prefix length 0-{max}")),
             },
+        };
+        // An IPv4-mapped IPv6 address (`::ffff:192.0.2.7`) is the IPv4 address, as a client's
+        // address is matched (`contains`); its prefix counts the 96 bits before the IPv4 part.
+        let addr = match addr {
+            IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => {
+                if prefix_len < 96 {
+                    return Err(format!(
+                        "'{text}': an IPv4-mapped address takes a prefix length 96-128 (or write the IPv4 network)"
+                    ));
+                }
+                prefix_len -= 96;
+                addr.to_canonical()
+            }
+            _ => addr,
         };
         Ok(BanEntry {
             network: mask(addr, prefix_len),
@@ -324,5 +338,30 @@ mod tests {
         let e = BanEntry::parse("10.1.2.3/8").unwrap();
         assert_eq!(e.to_string(), "10.0.0.0/8");
         assert_eq!(BanEntry::parse("::1").unwrap().to_string(), "::1");
+    }
+
+    /// Regression (fuzz: ban_file): an IPv4-mapped line (`::ffff:1.2.3.4`) kept its IPv6
+    /// prefix length (128) on the IPv4 address it became: a debug build panicked on the
+    /// overflow reading the file, and a release build banned every IPv4 client.
+    #[test]
+    fn an_ipv4_mapped_line_bans_that_ipv4_address_only() {
+        let (list, problems) = BanList::parse(
+            "::ffff:1.2.3.4
+::ffff:10.0.0.0/104
+",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(list.is_banned(ip("1.2.3.4")));
+        assert!(list.is_banned(ip("::ffff:1.2.3.4")));
+        assert!(!list.is_banned(ip("1.2.3.5")));
+        assert!(list.is_banned(ip("10.9.8.7")));
+        assert!(!list.is_banned(ip("11.0.0.1")));
+        let names: Vec<String> = list.entries().iter().map(|e| e.to_string()).collect();
+        assert_eq!(names, ["1.2.3.4", "10.0.0.0/8"]);
+        let (_, problems) = BanList::parse(
+            "::ffff:1.2.3.4/95
+",
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
     }
 }
