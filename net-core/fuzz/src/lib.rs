@@ -26,7 +26,7 @@ use net_core::server::text_protocol::{
     add_player, join_accepted, join_request, parse_client_line, remove_player, rename_player,
     ClientLine, PlayerExtension, ServerExtension,
 };
-use net_core::wire::{decode_packet, encode_packet};
+use net_core::wire::{decode_packet, encode_packet, HEADER_LEN, PROTOCOL_VERSION, SIGNATURE};
 use parsec_backend_abi::{NET_BackendVTable, NET_Node, NET_BACKEND_OK};
 
 /// A fuzz target's check: panics when a parser breaks its promise.
@@ -493,7 +493,17 @@ pub fn relay_datagrams(data: &[u8]) {
             4 => SocketAddr::from(([127, 0, 0, 1], 9000)),
             i => seat(i),
         };
-        relay.handle_datagram(now, from, datagram);
+        // With bit 0x40 the header's signature, version, slot and token are made the seated
+        // client's (slot 0 for sources 3 and 4), so the rest of the packet reaches the relay.
+        let mut patched = datagram.to_vec();
+        if source & 0x40 != 0 && patched.len() >= HEADER_LEN {
+            let slot = (source % 5) % CLIENTS;
+            patched[..3].copy_from_slice(&SIGNATURE);
+            patched[3] = PROTOCOL_VERSION;
+            patched[5] = slot;
+            patched[20..24].copy_from_slice(&(u32::from(slot) + 7).to_be_bytes());
+        }
+        relay.handle_datagram(now, from, &patched);
         if source & 0x80 != 0 {
             relay.handle_timeout(now);
         }
