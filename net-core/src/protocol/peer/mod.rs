@@ -32,6 +32,7 @@
 //! DISCONNECT) are single datagrams outside any link; game packets go through the `Session`.
 
 mod requests;
+mod strangers;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -183,6 +184,9 @@ pub struct PeerStats {
     /// Probes sent to players this peer dropped for silence when that left it alone (see
     /// `Probe`).
     pub probes_sent: u64,
+    /// Notices to senders of game packets this peer never seated: they think they are in its
+    /// game (see `strangers`).
+    pub stranger_notices_sent: u64,
     /// Refusals received while connecting (the connect loop went on; see `take_refusal`).
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
@@ -234,6 +238,8 @@ pub struct PeerProtocol {
     probes: Vec<Probe>,
     /// When the next probes go out (none while nobody is probed).
     next_probe: Option<Instant>,
+    /// Senders of game packets this peer never seated (see `strangers`).
+    strangers: strangers::Strangers,
     /// Seated players (or queued requests) a connect request named as the sender's earlier
     /// session while they were still heard from at their own nodes: (their token, the sender's
     /// token, when first claimed). See `retire_earlier_sessions`.
@@ -276,6 +282,7 @@ impl PeerProtocol {
             silenced: TokenTimes::default(),
             probes: Vec::new(),
             next_probe: None,
+            strangers: Default::default(),
             claims: Vec::new(),
             watches: Vec::new(),
             refusal: None,
@@ -1440,6 +1447,7 @@ impl PeerProtocol {
                         self.seat_from_hearsay(now, &from, &packet.header)
                             || self.remind_conflict_loser(now, &from, header.token)
                             || self.tell_dropped_player(now, &from, header, events)
+                            || self.tell_stranger(now, &from, header)
                     }
                     _ => false,
                 };
@@ -2196,6 +2204,7 @@ impl PeerProtocol {
         self.silenced.clear();
         self.probes.clear();
         self.next_probe = None;
+        self.strangers.clear();
         self.claims.clear();
         self.watches.clear();
         self.refusal = None;
@@ -2487,6 +2496,7 @@ impl ClientProtocol for PeerProtocol {
             ("conflict notices repeated", s.conflict_notices_repeated),
             ("dropped players told", s.dropped_notices_sent),
             ("probes of silent players sent", s.probes_sent),
+            ("unknown players told", s.stranger_notices_sent),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
             ("earlier-session claims refused", s.earlier_claims_refused),
