@@ -139,7 +139,7 @@ impl LineStream {
         loop {
             match stream.read(&mut chunk) {
                 Ok(0) => {
-                    take_lines(&mut self.read_buf, out);
+                    take_last_lines(&mut self.read_buf, out);
                     out.push(StreamEvent::Closed {
                         reason: "closed by the server".to_string(),
                     });
@@ -182,19 +182,35 @@ fn discard_readable(stream: &mut TcpStream) {
     }
 }
 
-/// Move complete lines out of `read_buf`; false if a line is too long.
+/// Move complete lines out of `read_buf`; false if a line is too long (complete or not: the
+/// lines before it are still handed out).
 fn take_lines(read_buf: &mut Vec<u8>, out: &mut Vec<StreamEvent>) -> bool {
     while let Some(end) = read_buf.iter().position(|&b| b == b'\n') {
-        let mut line: Vec<u8> = read_buf.drain(..=end).collect();
-        line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
+        let line = &read_buf[..end];
+        if line.strip_suffix(b"\r").unwrap_or(line).len() > MAX_LINE {
+            return false;
         }
-        out.push(StreamEvent::Line(
-            String::from_utf8_lossy(&line).into_owned(),
-        ));
+        let line: Vec<u8> = read_buf.drain(..=end).collect();
+        push_line(&line[..end], out);
     }
     read_buf.len() <= MAX_LINE
+}
+
+/// One line (without its `\n`; a trailing `\r` is dropped) as an event.
+fn push_line(line: &[u8], out: &mut Vec<StreamEvent>) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    out.push(StreamEvent::Line(
+        String::from_utf8_lossy(line).into_owned(),
+    ));
+}
+
+/// The server closed: its complete lines, then a last line it did not end with `\n` (a server
+/// that writes `server full` and closes is heard), unless a line is too long.
+fn take_last_lines(read_buf: &mut Vec<u8>, out: &mut Vec<StreamEvent>) {
+    if take_lines(read_buf, out) && !read_buf.is_empty() {
+        push_line(read_buf, out);
+    }
+    read_buf.clear();
 }
 
 #[cfg(test)]
@@ -217,6 +233,47 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         panic!("no progress in 5 s: {events:?}");
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_refused_even_when_its_end_came_in_the_same_read() {
+        let mut buf = b"short\n".to_vec();
+        buf.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        buf.extend_from_slice(b"\nafter\n");
+        let mut out = Vec::new();
+        assert!(
+            !take_lines(&mut buf, &mut out),
+            "a {} byte line",
+            MAX_LINE + 1
+        );
+        assert_eq!(lines(&out), ["short"]);
+        let mut buf = vec![b'y'; MAX_LINE];
+        buf.extend_from_slice(b"\r\n");
+        let mut out = Vec::new();
+        assert!(
+            take_lines(&mut buf, &mut out),
+            "a line of exactly the limit, CR LF"
+        );
+        assert_eq!(lines(&out), ["y".repeat(MAX_LINE)]);
+    }
+
+    #[test]
+    fn a_last_line_without_its_newline_is_read_when_the_server_closes() {
+        let mut buf = b"join from a accepted\nserver full\r".to_vec();
+        let mut out = Vec::new();
+        take_last_lines(&mut buf, &mut out);
+        assert_eq!(lines(&out), ["join from a accepted", "server full"]);
+        assert!(buf.is_empty());
+    }
+
+    fn lines(events: &[StreamEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                StreamEvent::Line(l) => l.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
     }
 
     #[test]
