@@ -76,21 +76,54 @@ fn blackhole(lan: &Lan, from: usize, to: usize, on: bool) {
     assert!(status.success(), "ip route blackhole {on}: {status}");
 }
 
+/// The games of a test; if the test fails, what every one of them printed goes to stderr (a
+/// failure in one game's events is often explained by another's).
+struct Games(Vec<LiveGame>);
+
+impl std::ops::Deref for Games {
+    type Target = Vec<LiveGame>;
+    fn deref(&self) -> &Vec<LiveGame> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Games {
+    fn deref_mut(&mut self) -> &mut Vec<LiveGame> {
+        &mut self.0
+    }
+}
+
+impl Drop for Games {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for game in &self.0 {
+                eprintln!(
+                    "=== game {} ===\n{}",
+                    game.name(),
+                    game.process.transcript()
+                );
+            }
+        }
+    }
+}
+
 /// Three joined games meet on the LAN (ann, bea, cid, on hosts 0, 1, 2).
-fn three_games(lan: &Lan, program: &std::path::Path) -> Vec<LiveGame> {
+fn three_games(lan: &Lan, program: &std::path::Path) -> Games {
     let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
     let names = ["ann", "bea", "cid"];
-    let games: Vec<LiveGame> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut command = lan.command(i, program);
-            command.args(game_args(name, &setup, None, 2, 600_000, 0));
-            command.arg("--control");
-            LiveGame::spawn(name, command, false)
-        })
-        .collect();
-    for game in &games {
+    let games = Games(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut command = lan.command(i, program);
+                command.args(game_args(name, &setup, None, 2, 600_000, 0));
+                command.arg("--control");
+                LiveGame::spawn(name, command, false)
+            })
+            .collect(),
+    );
+    for game in games.iter() {
         wait_event(game, 0, STEP, |e| e.kind == "CONNECTED");
         for other in names.iter().filter(|n| **n != game.name()) {
             wait_event(game, 0, STEP, |e| {
@@ -182,17 +215,19 @@ fn a_peer_cut_off_for_longer_than_the_timeout_is_back_in_the_game_when_its_cable
     let lan = Lan::create(3);
     let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
     let names = ["ann", "bea", "cid"];
-    let mut games: Vec<LiveGame> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut command = lan.command(i, &program);
-            command.args(game_args(name, &setup, None, 2, 600_000, 0));
-            command.arg("--control");
-            LiveGame::spawn(name, command, false)
-        })
-        .collect();
-    for game in &games {
+    let mut games = Games(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut command = lan.command(i, &program);
+                command.args(game_args(name, &setup, None, 2, 600_000, 0));
+                command.arg("--control");
+                LiveGame::spawn(name, command, false)
+            })
+            .collect(),
+    );
+    for game in games.iter() {
         wait_event(game, 0, STEP, |e| e.kind == "CONNECTED");
         for other in names.iter().filter(|n| **n != game.name()) {
             wait_event(game, 0, STEP, |e| {
@@ -247,8 +282,13 @@ fn a_peer_cut_off_for_longer_than_the_timeout_is_back_in_the_game_when_its_cable
         });
     }
     for (i, game) in games[..2].iter().enumerate() {
-        wait_event(game, before[i], STEP, |e| {
+        let seen = wait_event(game, before[i], STEP, |e| {
             e.kind == "PLAYER_CONNECTED" && e.text == "cid"
+        });
+        // cid joins once it is connected: its JOIN reaches the others after its CONNECT.
+        let slot = events(game)[seen].player;
+        wait_event(game, seen + 1, STEP, |e| {
+            e.kind == "PLAYER_JOINED" && e.player == slot
         });
         assert!(
             !events(game)[before[i]..]
@@ -258,7 +298,7 @@ fn a_peer_cut_off_for_longer_than_the_timeout_is_back_in_the_game_when_its_cable
             game.name()
         );
     }
-    // cid is joined again, as the others see him.
+    // cid is joined again, as the others see him (the table says so too).
     let (rc, players) = games[0].exec("players");
     assert_eq!(rc, 0, "{players}");
     let row = players
