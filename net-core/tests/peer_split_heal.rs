@@ -601,3 +601,95 @@ fn a_two_two_split_far_apart_heals_into_one_game() {
         );
     }
 }
+
+/// Packets sent just before a cut and held on the way (on a real LAN, a neighbour table's queue
+/// or a stalled process) arrive after both sides dropped each other: the game states of each
+/// side reach the other, which tells the sender "you were dropped". Only the losing game (here
+/// the lone peer) may leave; the winner ignores the loser's notice. Before, both left: the
+/// lone peer and a player of the bigger game met in a new game and the third was left alone.
+fn held_packets_after_the_drops(lone: usize, seed: u64) {
+    let count = 3;
+    let mut net = meet(count, seed);
+    // Joined players send their state at 20 Hz.
+    for i in 0..count {
+        net.endpoint_mut(i)
+            .unwrap()
+            .proto
+            .session_mut()
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    net.run_for(Duration::from_secs(1));
+    let rest: Vec<usize> = (0..count).filter(|&i| i != lone).collect();
+    let rest_tokens: Vec<u32> = rest
+        .iter()
+        .map(|&i| net.endpoint(i).unwrap().token().unwrap())
+        .collect();
+    // What is sent in the last 300 ms before the cut is held for 24 s on the way.
+    let held = LinkProfile {
+        latency: Duration::from_secs(24),
+        ..profile()
+    };
+    for &r in &rest {
+        net.set_profile(lone, r, held);
+        net.set_profile(r, lone, held);
+    }
+    net.run_for(Duration::from_millis(300));
+    cut(&mut net, &[lone], &rest, true);
+    for &r in &rest {
+        net.set_profile(lone, r, profile());
+        net.set_profile(r, lone, profile());
+    }
+    net.run_for(Duration::from_millis(23_600));
+    assert!(
+        net.endpoint(lone)
+            .unwrap()
+            .proto
+            .session()
+            .unwrap()
+            .players()
+            .is_empty(),
+        "the cut-off peer dropped the others: {}",
+        describe(&net)
+    );
+    let seen: Vec<usize> = (0..count)
+        .map(|i| net.endpoint(i).unwrap().events.len())
+        .collect();
+    // The cut heals just before the held packets arrive.
+    cut(&mut net, &[lone], &rest, false);
+    net.run_for(Duration::from_secs(10));
+    for (k, &i) in rest.iter().enumerate() {
+        let peer = net.endpoint(i).unwrap();
+        assert_eq!(
+            disconnects(peer, seen[i]),
+            0,
+            "seed {seed}: peer {i} of the bigger game stays in it: {:?}; {}",
+            &peer.events[seen[i]..],
+            describe(&net)
+        );
+        assert_eq!(
+            peer.token(),
+            Some(rest_tokens[k]),
+            "peer {i} kept its session"
+        );
+    }
+    assert!(
+        disconnects(net.endpoint(lone).unwrap(), seen[lone]) > 0,
+        "the lone peer was told and reconnected"
+    );
+    assert!(
+        everyone_agrees(&net, count),
+        "seed {seed}: {count} players in one game again: {}",
+        describe(&net)
+    );
+}
+
+#[test]
+fn packets_held_until_after_the_drops_do_not_tear_the_bigger_game_down() {
+    for seed in seeds(6) {
+        // The highest node (the first player, in slot 0) and the lowest.
+        held_packets_after_the_drops(2, seed);
+        held_packets_after_the_drops(0, seed);
+    }
+}

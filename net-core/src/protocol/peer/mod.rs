@@ -181,6 +181,9 @@ pub struct PeerStats {
     pub conflict_notices_repeated: u64,
     /// Notices to players dropped here for silence whose packets came again.
     pub dropped_notices_sent: u64,
+    /// "You were dropped" notices ignored: the teller was dropped here too and this game wins
+    /// (stale packets crossing; the teller is told instead).
+    pub dropped_notices_ignored: u64,
     /// Probes sent to players this peer dropped for silence when that left it alone (see
     /// `Probe`).
     pub probes_sent: u64,
@@ -1398,6 +1401,19 @@ impl PeerProtocol {
                 let my_token = self.my_token();
                 let requests = Self::requests_in(events, &from, 0);
                 if requests.iter().any(|r| r.token == my_token) {
+                    // A "you were dropped" notice from a player this peer dropped for silence
+                    // too: packets sent before the cut and held on the way (a neighbour table's
+                    // queue, a stalled process) reach each side after both dropped the other,
+                    // and each tells the other. Only the losing game may leave, so the notice
+                    // carries the teller's player list and the same rule as for probes decides
+                    // (`wins_over`); the winner's own answer then tells the loser.
+                    if self.is_probing(&from)
+                        && Self::player_list_in(events).is_some()
+                        && self.wins_over(&from, events)
+                    {
+                        self.stats.dropped_notices_ignored += 1;
+                        return;
+                    }
                     let text = Self::refusal_text(events);
                     // The answer to a probe: connect to the player that answered, into its game
                     // (a broadcast could be answered first by a player of the game being left,
@@ -1895,6 +1911,9 @@ impl PeerProtocol {
                 name: Default::default(),
             }]),
             RemoteEvent::SendText(ChatText::new(text.as_bytes()).unwrap_or_default()),
+            // The teller's game, for a told player that dropped the teller too (see the
+            // CONNECT_REFUSED handling in the game loop).
+            RemoteEvent::PlayerList(self.player_list()),
         ];
         self.send_oob(*from, PacketType::ConnectRefused, events);
         false
@@ -2495,6 +2514,10 @@ impl ClientProtocol for PeerProtocol {
             ("silent players replaced", s.silent_holders_replaced),
             ("conflict notices repeated", s.conflict_notices_repeated),
             ("dropped players told", s.dropped_notices_sent),
+            (
+                "dropped notices ignored (this game wins)",
+                s.dropped_notices_ignored,
+            ),
             ("probes of silent players sent", s.probes_sent),
             ("unknown players told", s.stranger_notices_sent),
             ("refusals received", s.refusals_received),
