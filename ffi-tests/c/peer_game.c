@@ -176,7 +176,13 @@ static const char *own_name;
 
 /* What arrived from one other player (slot). */
 struct other {
-    int text_ok;   /* "hello from NAME" with its current name */
+    int text_ok; /* "hello from NAME" with its name when the text arrived */
+    /* The last text it said, judged again with the slot's name when completeness is judged:
+     * the text may arrive before the player's name (through a gameserver, lost TCP segments
+     * can hold the server's "add ip:" line back longer than the library holds early events,
+     * which it then delivers rather than lose them). */
+    char text[NET_EVENT_TEXT_LEN];
+    int text_seen;
     int laser_ok;  /* its laser, with the position its callback gave */
     int custom_ok; /* its reliable custom event, every byte right */
 };
@@ -510,6 +516,8 @@ static void note_event(struct game *g, const NET_Event *e)
 
             snprintf(want, sizeof want, "hello from %s", name != NULL ? name : "?");
             g->others[p].text_ok = name != NULL && strcmp(e->text, want) == 0;
+            snprintf(g->others[p].text, sizeof g->others[p].text, "%s", e->text);
+            g->others[p].text_seen = 1;
         }
         break;
     case NET_EVENT_CREATE_LASER:
@@ -696,6 +704,19 @@ static int needs_state_of(const struct game *g, const char *name)
     return dx * dx + dy * dy + dz * dz <= g->opt.near * g->opt.near;
 }
 
+/* Whether the last text from `slot` was "hello from NAME" with the slot's name then, or (it came
+ * before the player's name) is with the slot's name `name` now. */
+static int text_ok(const struct game *g, int32_t slot, const char *name)
+{
+    char want[NET_EVENT_TEXT_LEN];
+
+    if (g->others[slot].text_ok) {
+        return 1;
+    }
+    snprintf(want, sizeof want, "hello from %s", name);
+    return g->others[slot].text_seen && strcmp(g->others[slot].text, want) == 0;
+}
+
 /* Whether every expected other player sent everything, and its state carries a good marker
  * (and this game's own sends went through at least one NETs_MaintainNet since it acted). */
 static int is_complete(const struct game *g)
@@ -714,7 +735,7 @@ static int is_complete(const struct game *g)
         if (!is_other_slot(g, s) || (name = NET_FetchPlayerName(s)) == NULL) {
             continue;
         }
-        if (g->others[s].text_ok && g->others[s].laser_ok && g->others[s].custom_ok &&
+        if (text_ok(g, s, name) && g->others[s].laser_ok && g->others[s].custom_ok &&
             (!needs_state_of(g, name) || (NET_GetPlayerState(s, &state) == NET_OK &&
                                           check_marker(s, name, &state, &frame) == NULL))) {
             done++;
