@@ -68,6 +68,24 @@ fn cut(net: &mut Network<PeerNode>, side_a: &[usize], side_b: &[usize], on: bool
     }
 }
 
+/// How many events each of the first `count` peers has had so far.
+fn event_marks(net: &Network<PeerNode>, count: usize) -> Vec<usize> {
+    (0..count)
+        .map(|i| net.endpoint(i).unwrap().events.len())
+        .collect()
+}
+
+/// How many other players peer `i` has seated.
+fn seated(net: &Network<PeerNode>, i: usize) -> usize {
+    net.endpoint(i)
+        .unwrap()
+        .proto
+        .session()
+        .unwrap()
+        .players()
+        .len()
+}
+
 fn disconnects(peer: &PeerNode, since: usize) -> usize {
     peer.events[since..]
         .iter()
@@ -114,9 +132,7 @@ fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
             describe(&net)
         );
     }
-    let seen: Vec<usize> = (0..count)
-        .map(|i| net.endpoint(i).unwrap().events.len())
-        .collect();
+    let seen = event_marks(&net, count);
 
     cut(&mut net, &[lone], &rest, false);
     net.run_for(Duration::from_secs(8));
@@ -203,9 +219,7 @@ fn two_players_cut_apart_meet_again_in_one_game() {
         // Each drops the other and is alone; the heal comes at a different phase of their
         // probes each seed.
         net.run_for(Duration::from_secs(25) + Duration::from_millis(137 * seed));
-        let seen: Vec<usize> = (0..2)
-            .map(|i| net.endpoint(i).unwrap().events.len())
-            .collect();
+        let seen = event_marks(&net, 2);
         cut(&mut net, &[0], &[1], false);
         net.run_for(Duration::from_secs(8));
         assert!(
@@ -231,13 +245,7 @@ fn two_two_split_heals(side_a: [usize; 2], side_b: [usize; 2], seed: u64) {
     net.run_for(Duration::from_secs(25) + Duration::from_millis(311 * (seed % 4)));
     for i in 0..4 {
         assert_eq!(
-            net.endpoint(i)
-                .unwrap()
-                .proto
-                .session()
-                .unwrap()
-                .players()
-                .len(),
+            seated(&net, i),
             1,
             "seed {seed}: peer {i} plays on in its game of two: {}",
             describe(&net)
@@ -246,9 +254,7 @@ fn two_two_split_heals(side_a: [usize; 2], side_b: [usize; 2], seed: u64) {
     let tokens: Vec<u32> = (0..4)
         .map(|i| net.endpoint(i).unwrap().token().unwrap())
         .collect();
-    let seen: Vec<usize> = (0..4)
-        .map(|i| net.endpoint(i).unwrap().events.len())
-        .collect();
+    let seen = event_marks(&net, 4);
     cut(&mut net, &side_a, &side_b, false);
     net.run_for(Duration::from_secs(10));
     assert!(
@@ -311,13 +317,7 @@ fn partial_cut_heals(count: usize, a: usize, b: usize, seed: u64) {
     net.run_for(Duration::from_secs(25) + Duration::from_millis(173 * (seed % 5)));
     for i in [a, b] {
         assert_eq!(
-            net.endpoint(i)
-                .unwrap()
-                .proto
-                .session()
-                .unwrap()
-                .players()
-                .len(),
+            seated(&net, i),
             count - 2,
             "seed {seed}: peer {i} dropped the one it cannot hear and kept the rest: {}",
             describe(&net)
@@ -326,9 +326,7 @@ fn partial_cut_heals(count: usize, a: usize, b: usize, seed: u64) {
     let tokens: Vec<u32> = (0..count)
         .map(|i| net.endpoint(i).unwrap().token().unwrap())
         .collect();
-    let seen: Vec<usize> = (0..count)
-        .map(|i| net.endpoint(i).unwrap().events.len())
-        .collect();
+    let seen = event_marks(&net, count);
     cut(&mut net, &[a], &[b], false);
     net.run_for(Duration::from_secs(8));
     assert!(
@@ -400,13 +398,7 @@ fn probes_to_a_player_that_still_lists_the_prober_do_not_disturb_it() {
     net.set_profile(1, 2, lossy);
     net.run_for(Duration::from_secs(25));
     assert_eq!(
-        net.endpoint(2)
-            .unwrap()
-            .proto
-            .session()
-            .unwrap()
-            .players()
-            .len(),
+        seated(&net, 2),
         1,
         "peer 2 dropped peer 1: {}",
         describe(&net)
@@ -514,9 +506,7 @@ fn probes_of_a_crashed_player_stop_when_a_new_process_there_joins() {
         assert_eq!(peer.proto.session().unwrap().players().len(), 1);
         assert!(probes(peer) > 0, "peer {i} probes the crashed one's port");
     }
-    let seen: Vec<usize> = (0..2)
-        .map(|i| net.endpoint(i).unwrap().events.len())
-        .collect();
+    let seen = event_marks(&net, 2);
     let mut fresh = PeerNode::new(2);
     fresh.connect(net.now(), 0x999);
     net.start(2, fresh);
@@ -552,14 +542,7 @@ fn players_cut_from_everyone_meet_again_in_one_game() {
         }
         net.run_for(Duration::from_secs(25));
         for i in 0..count {
-            assert!(net
-                .endpoint(i)
-                .unwrap()
-                .proto
-                .session()
-                .unwrap()
-                .players()
-                .is_empty());
+            assert!(seated(&net, i) == 0);
         }
         let top_token = net.endpoint(count - 1).unwrap().token();
         for a in 0..count {
@@ -643,19 +626,11 @@ fn held_packets_after_the_drops(lone: usize, seed: u64) {
     }
     net.run_for(Duration::from_millis(23_600));
     assert!(
-        net.endpoint(lone)
-            .unwrap()
-            .proto
-            .session()
-            .unwrap()
-            .players()
-            .is_empty(),
+        seated(&net, lone) == 0,
         "the cut-off peer dropped the others: {}",
         describe(&net)
     );
-    let seen: Vec<usize> = (0..count)
-        .map(|i| net.endpoint(i).unwrap().events.len())
-        .collect();
+    let seen = event_marks(&net, count);
     // The cut heals just before the held packets arrive.
     cut(&mut net, &[lone], &rest, false);
     net.run_for(Duration::from_secs(10));
