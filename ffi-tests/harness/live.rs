@@ -352,6 +352,29 @@ impl LiveGame {
         }
     }
 
+    /// Index in the game's events of the first event at index `from` or later that `what`
+    /// accepts, waiting at most `timeout`; a game that prints none fails.
+    pub fn wait_event_where(
+        &self,
+        from: usize,
+        timeout: Duration,
+        what: impl Fn(&crate::peer::Event) -> bool,
+    ) -> usize {
+        let mut found = None;
+        // The lines are parsed as given: the game's own lookups would wait for the lock held here.
+        self.process.wait_until(timeout, |lines| {
+            found = parse(&lines.join("\n"))
+                .events
+                .iter()
+                .enumerate()
+                .skip(from)
+                .find(|(_, e)| what(e))
+                .map(|(i, _)| i);
+            found.is_some()
+        });
+        found.unwrap_or_else(|| self.fail("the awaited event never came"))
+    }
+
     /// Ask for a summary of what the game knows now (`@summary`) and return it.
     pub fn summary_now(&mut self) -> Summary {
         let start = self.process.line_count();

@@ -38,18 +38,7 @@ fn wait_event(
     timeout: Duration,
     what: impl Fn(&Event) -> bool,
 ) -> usize {
-    let mut found = None;
-    game.process.wait_until(timeout, |lines| {
-        found = parse(&lines.join("\n"))
-            .events
-            .iter()
-            .enumerate()
-            .skip(from)
-            .find(|(_, e)| what(e))
-            .map(|(i, _)| i);
-        found.is_some()
-    });
-    found.unwrap_or_else(|| game.fail("the awaited event never came"))
+    game.wait_event_where(from, timeout, what)
 }
 
 /// Set host `host`'s port on the LAN's bridge down (its cable pulled) or up again.

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use parsec_net_ffi_tests::live::{LiveGame, Running};
-use parsec_net_ffi_tests::peer::{free_loopback_ports, game_args, loopback_setup, parse, Event};
+use parsec_net_ffi_tests::peer::{free_loopback_ports, game_args, loopback_setup, Event};
 use parsec_net_ffi_tests::server::parsecnet;
 use parsec_net_ffi_tests::Build;
 
@@ -60,19 +60,7 @@ fn wait_event(
     timeout: Duration,
     what: impl Fn(&Event) -> bool,
 ) -> usize {
-    let mut found = None;
-    // The lines are parsed as given: the game's own lookups would wait for the lock held here.
-    game.process.wait_until(timeout, |lines| {
-        found = parse(&lines.join("\n"))
-            .events
-            .iter()
-            .enumerate()
-            .skip(from)
-            .find(|(_, e)| what(e))
-            .map(|(i, _)| i);
-        found.is_some()
-    });
-    found.unwrap_or_else(|| game.fail("the awaited event never came"))
+    game.wait_event_where(from, timeout, what)
 }
 
 fn console_fail(carol: &Running, message: &str) -> ! {
