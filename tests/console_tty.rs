@@ -7,20 +7,28 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_parsecnet");
 
-/// A tmux session running one console; killed on drop.
+/// A tmux session running one console, on a tmux server of its own (its own socket in the
+/// temporary directory, no user configuration), so tests running side by side and a user's tmux
+/// never meet; the server is killed and its socket removed on drop.
 struct Tty {
     name: String,
+    socket: std::path::PathBuf,
 }
 
 impl Tty {
     fn start(tag: &str) -> Tty {
         let name = format!("pn-console-{}-{tag}", std::process::id());
-        let status = Command::new("tmux")
+        let socket = std::env::temp_dir().join(format!("{name}.tmux"));
+        let tty = Tty { name, socket };
+        let status = tty
+            .tmux()
             .args([
+                "-f",
+                "/dev/null",
                 "new-session",
                 "-d",
                 "-s",
-                &name,
+                &tty.name,
                 "-x",
                 "160",
                 "-y",
@@ -32,15 +40,22 @@ impl Tty {
             .status()
             .expect("tmux runs");
         assert!(status.success(), "tmux new-session failed");
-        let tty = Tty { name };
         tty.wait_for("parsec>", Duration::from_secs(10));
         tty
+    }
+
+    /// `tmux` talking to this console's own server.
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(&self.socket).env_remove("TMUX");
+        command
     }
 
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.name];
         args.extend_from_slice(keys);
-        assert!(Command::new("tmux")
+        assert!(self
+            .tmux()
             .args(&args)
             .status()
             .expect("tmux runs")
@@ -53,7 +68,8 @@ impl Tty {
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .expect("tmux runs");
@@ -79,9 +95,13 @@ impl Tty {
 
 impl Drop for Tty {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
+        // The server is gone already when the console quit and its last session ended.
+        let _ = self
+            .tmux()
+            .arg("kill-server")
+            .stderr(std::process::Stdio::null())
             .status();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
