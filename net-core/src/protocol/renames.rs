@@ -18,9 +18,10 @@ pub struct Renames {
 }
 
 impl Renames {
-    /// `name` went to the server.
-    pub fn asked(&mut self, name: PlayerName) {
+    /// `name` went to the server: the game's events from now on wait for the answer.
+    pub fn asked(&mut self, name: PlayerName, session: &mut Session) {
         self.asked.push_back(name);
+        session.ask_rename();
     }
 
     /// The server accepted the oldest name asked: the others are told now.
@@ -28,17 +29,20 @@ impl Renames {
         let Some(name) = self.asked.pop_front() else {
             return;
         };
-        if let Err(err) = session.set_name(name) {
+        if let Err(err) = session.rename_answered(Some(name)) {
             log::warn!("cannot tell the others the new name {name}: {err}");
         }
     }
 
     /// The server refused the oldest name asked: what to tell the player. The name in use
     /// (the last one the server accepted) stays.
-    pub fn refused(&mut self, session: &Session) -> String {
+    pub fn refused(&mut self, session: &mut Session) -> String {
         let kept = *session.my_name();
         match self.asked.pop_front() {
             Some(refused) => {
+                if let Err(err) = session.rename_answered(None) {
+                    log::warn!("cannot send the events queued after asking for {refused}: {err}");
+                }
                 self.refusals.push_back(NameRefusal { refused, kept });
                 format!(
                     "the server refused the name '{refused}' (name already taken); your name stays '{kept}'"
@@ -91,10 +95,10 @@ mod tests {
         let mut session = session();
         let mut renames = Renames::default();
         let queued = session.unacknowledged();
-        renames.asked(name("goose"));
-        renames.asked(name("iceman"));
+        renames.asked(name("goose"), &mut session);
+        renames.asked(name("iceman"), &mut session);
         assert_eq!(session.unacknowledged(), queued, "nothing told yet");
-        let text = renames.refused(&session);
+        let text = renames.refused(&mut session);
         assert_eq!(
             text,
             "the server refused the name 'goose' (name already taken); your name stays 'maverick'"
@@ -117,15 +121,49 @@ mod tests {
         assert_eq!(renames.poll_refusal(), None);
     }
 
+    fn chat(text: &str) -> crate::rmev::RemoteEvent {
+        crate::rmev::RemoteEvent::SendText(crate::rmev::ChatText::new(text.as_bytes()).unwrap())
+    }
+
+    /// Events the game queues while its rename waits for the server go out after the new name
+    /// (so the others get them after it); after a refusal they go out alone. Events queued
+    /// before a second rename was asked do not wait for its answer.
+    #[test]
+    fn events_queued_while_a_rename_waits_go_out_after_the_answer() {
+        let mut session = session();
+        let mut renames = Renames::default();
+        let queued = session.unacknowledged();
+        renames.asked(name("iceman"), &mut session);
+        session.queue_event(chat("after iceman")).unwrap();
+        renames.asked(name("goose"), &mut session);
+        session.queue_event(chat("after goose")).unwrap();
+        assert_eq!(session.unacknowledged(), queued, "both wait");
+        renames.accepted(&mut session);
+        assert_eq!(
+            session.unacknowledged(),
+            queued + 2,
+            "RE_PLAYERNAME iceman, then the chat queued after asking it"
+        );
+        renames.refused(&mut session);
+        assert_eq!(session.unacknowledged(), queued + 3, "the last chat alone");
+        assert_eq!(session.my_name(), &name("iceman"));
+        session.queue_event(chat("now")).unwrap();
+        assert_eq!(
+            session.unacknowledged(),
+            queued + 4,
+            "nothing waits any more"
+        );
+    }
+
     #[test]
     fn an_answer_nobody_asked_for_changes_nothing() {
         let mut session = session();
         let mut renames = Renames::default();
-        renames.asked(name("iceman"));
+        renames.asked(name("iceman"), &mut session);
         renames.clear();
         renames.accepted(&mut session);
         assert_eq!(session.my_name(), &name("maverick"));
-        assert!(renames.refused(&session).contains("stays 'maverick'"));
+        assert!(renames.refused(&mut session).contains("stays 'maverick'"));
         assert_eq!(renames.poll_refusal(), None);
     }
 }

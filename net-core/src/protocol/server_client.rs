@@ -458,7 +458,7 @@ impl ServerClient {
                     }
                 }
                 None if line == "name already taken" => {
-                    if let Some(session) = self.session.as_ref() {
+                    if let Some(session) = self.session.as_mut() {
                         let text = self.renames.refused(session);
                         self.events.push_back(GameEvent::Error { text });
                     }
@@ -673,11 +673,10 @@ impl ClientProtocol for ServerClient {
     }
 
     fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
-        let Some(session) = self
-            .session
-            .as_ref()
-            .filter(|_| self.phase == Phase::Joined)
-        else {
+        if self.phase != Phase::Joined {
+            return Err(crate::protocol::not_in_game_error("update name"));
+        }
+        let Some(session) = self.session.as_ref() else {
             return Err(crate::protocol::not_in_game_error("update name"));
         };
         // Asked anyway, the server would not answer with a refusal the player hears of: the
@@ -690,7 +689,9 @@ impl ClientProtocol for ServerClient {
         }
         self.stream_out
             .push_back(StreamCommand::SendLine(format!("my new name: {name}")));
-        self.renames.asked(name);
+        if let Some(session) = self.session.as_mut() {
+            self.renames.asked(name, session);
+        }
         Ok(NameUpdate::AskedServer)
     }
 

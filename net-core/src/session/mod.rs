@@ -17,6 +17,7 @@
 pub mod early;
 pub mod events;
 pub mod link;
+pub mod name_order;
 pub mod parking;
 pub mod players;
 pub mod rate;
@@ -279,6 +280,14 @@ pub struct Session {
     /// Slot and game servers: the others' names come only from the server's lines (see
     /// `take_names_from_server`).
     names_from_server: bool,
+    /// Slot and game servers: the others' events after a rename wait for the server's line
+    /// with the new name (see `name_order`).
+    name_order: name_order::NameOrder,
+    /// Slot and game servers: the game's events queued while a rename of this client waits
+    /// for the server's answer, one group per rename asked (see `ask_rename`).
+    rename_holds: VecDeque<Vec<RemoteEvent>>,
+    /// The time of the last packet or timer handled (when a name wait began).
+    clock: Instant,
     /// Where this session's next link starts numbering.
     numbering: LinkNumbering,
     stats: SessionStats,
@@ -351,6 +360,9 @@ impl Session {
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
             names_from_server: false,
+            name_order: name_order::NameOrder::default(),
+            rename_holds: VecDeque::new(),
+            clock: now,
             numbering: LinkNumbering::new(token),
             stats: SessionStats::default(),
             recent: recent::RecentRates::new(now),
@@ -458,6 +470,9 @@ impl Session {
     pub fn release_early_events(&mut self) {
         for (slot, event) in self.early.take_all() {
             self.apply_remote_event(slot, event);
+        }
+        for (slot, event) in self.name_order.take_all() {
+            self.apply_in_order(slot, event);
         }
     }
 
@@ -608,6 +623,12 @@ impl Session {
             // Everything this client already said (its name, its join) is repeated to a newcomer.
             self.greet(slot);
         }
+        if !same_player && self.names_from_server {
+            for event in self.name_order.departed(slot) {
+                self.apply_in_order(slot, event);
+            }
+            self.name_order.seated(slot, name);
+        }
         if !same_player {
             self.events
                 .push_back(GameEvent::PlayerConnected { slot, name });
@@ -654,6 +675,10 @@ impl Session {
 
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
+        // What it said before leaving and still waited for a name comes first.
+        for event in self.name_order.departed(slot) {
+            self.apply_in_order(slot, event);
+        }
         if self.players.remove(slot).is_some() {
             if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
                 let remote = self.remotes.remove(index);
@@ -680,6 +705,9 @@ impl Session {
     pub fn move_player(&mut self, from: u8, to: u8) -> bool {
         if to == self.my_slot || self.players.get(to).is_some() {
             return false;
+        }
+        for event in self.name_order.departed(from) {
+            self.apply_in_order(from, event);
         }
         let Some(mut player) = self.players.remove(from) else {
             return false;
@@ -734,11 +762,17 @@ impl Session {
 
     /// Update a remote player's name (a slot or game server's `name ip:` line); emits PlayerName
     /// on change.
+    /// The player's events that waited for this name (see `name_order`) follow it.
     pub fn rename_player(&mut self, slot: u8, name: PlayerName) {
         if let Some(player) = self.players.get_mut(slot) {
             if player.name != name {
                 player.name = name;
                 self.events.push_back(GameEvent::PlayerName { slot, name });
+            }
+            if self.names_from_server {
+                for event in self.name_order.line(slot, name, name) {
+                    self.apply_in_order(slot, event);
+                }
             }
         }
     }
@@ -764,7 +798,8 @@ impl Session {
         }
     }
 
-    /// Queue a remote event to every remote (or to the server).
+    /// Queue a remote event to every remote (or to the server). While a rename waits for the
+    /// server's answer (`ask_rename`) it waits too, so it goes out after the new name.
     pub fn queue_event(&mut self, event: RemoteEvent) -> NetResult<()> {
         if let Some(id) = event.object_id() {
             match event {
@@ -772,6 +807,59 @@ impl Session {
                 _ => self.owners.created(id, self.my_slot),
             }
         }
+        let held: usize = self.rename_holds.iter().map(Vec::len).sum();
+        if let Some(group) = self.rename_holds.back_mut() {
+            if held >= self.config.link.max_queued {
+                return Err(NetError::new(
+                    ErrorCode::Full,
+                    "outgoing event queue full (waiting for the server to answer a rename)",
+                ));
+            }
+            group.push(event);
+            return Ok(());
+        }
+        self.queue_to_links(event)
+    }
+
+    /// A rename was asked of the server (slot and game servers): the events queued from now
+    /// on wait for its answer (`rename_answered`), so the others get them after the new name
+    /// (RE_PLAYERNAME marks its place in this client's stream; see `name_order`).
+    pub fn ask_rename(&mut self) {
+        self.rename_holds.push_back(Vec::new());
+    }
+
+    /// The server answered the oldest rename asked: `Some(name)` accepted (the others are told
+    /// now), None refused. The events queued after asking it go out now (after the name).
+    pub fn rename_answered(&mut self, accepted: Option<PlayerName>) -> NetResult<()> {
+        let group = self.rename_holds.pop_front().unwrap_or_default();
+        let mut result = Ok(());
+        if let Some(name) = accepted {
+            self.my_name = name;
+            result = self.queue_to_links(RemoteEvent::PlayerName(name));
+        }
+        // Queued before the next rename was asked (the server answers in order): they need
+        // not wait for it.
+        for event in group {
+            let queued = self.queue_to_links(event);
+            result = result.and(queued);
+        }
+        result
+    }
+
+    /// Every event waiting for a rename's answer goes out now, without the name (the session
+    /// ends: the last packet of a disconnect, or a backend switch that carries them on).
+    pub fn release_rename_holds(&mut self) -> NetResult<()> {
+        let mut result = Ok(());
+        while let Some(group) = self.rename_holds.pop_front() {
+            for event in group {
+                let queued = self.queue_to_links(event);
+                result = result.and(queued);
+            }
+        }
+        result
+    }
+
+    fn queue_to_links(&mut self, event: RemoteEvent) -> NetResult<()> {
         let full = || {
             NetError::new(
                 ErrorCode::Full,
@@ -894,6 +982,7 @@ impl Session {
         events: &[WireEvent],
     ) -> Result<(), Rejection> {
         let header = &packet.header;
+        self.clock = now;
         self.early.advance(now);
         let node_eq = Arc::clone(&self.node_eq);
         let index = match self.remotes.iter().position(|r| node_eq(&r.node, from)) {
@@ -1302,7 +1391,26 @@ impl Session {
     /// early relayed event, delivered anyway) has nothing to compare with: its events pass.
     /// Through a slot or game server, names come from the server's lines only
     /// (`take_names_from_server`): a RE_PLAYERNAME changes nothing there.
+    /// Through a slot or game server, the events a player sent after renaming itself wait
+    /// for the server's line with the new name (`name_order`).
     pub fn apply_remote_event(&mut self, slot: u8, event: RemoteEvent) {
+        let current = self
+            .players
+            .get(slot)
+            .filter(|_| self.names_from_server)
+            .map(|p| p.name);
+        let event = match current {
+            Some(current) => match self.name_order.gate(slot, event, current, self.clock) {
+                name_order::Gate::Pass(event) => event,
+                name_order::Gate::Held => return,
+            },
+            None => event,
+        };
+        self.apply_in_order(slot, event);
+    }
+
+    /// Apply a remote event from `slot` that is in its place.
+    fn apply_in_order(&mut self, slot: u8, event: RemoteEvent) {
         match event {
             RemoteEvent::PlayerName(name) if self.names_from_server => {
                 log::trace!(
@@ -1505,6 +1613,9 @@ impl Session {
         if let Some(t) = self.early.next_expiry() {
             consider(t);
         }
+        if let Some(t) = self.name_order.next_expiry() {
+            consider(t);
+        }
         if self.joined
             && self
                 .remotes
@@ -1522,10 +1633,17 @@ impl Session {
         self.advance_tick(now);
         self.settle_claims(now);
         self.resume.expire(now);
+        self.clock = now;
         self.early.advance(now);
         for (slot, event) in self.early.expired(now) {
             log::warn!("session: events from slot {slot} came before the player; delivering them");
             self.apply_remote_event(slot, event);
+        }
+        for (slot, event) in self.name_order.expired(now) {
+            log::warn!(
+                "session: slot {slot} renamed itself but the server's line did not come; delivering its events"
+            );
+            self.apply_in_order(slot, event);
         }
         for remote in &mut self.remotes {
             if remote

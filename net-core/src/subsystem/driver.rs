@@ -178,7 +178,11 @@ impl Subsystem {
     /// last packet before the protocol leaves: they were accepted, and leaving at once would
     /// drop them unsent. (Not retransmitted: the player is gone.)
     fn disconnect_reason(&mut self, now: Instant, reason: &str) -> NetResult<()> {
-        if self.session().is_some() {
+        if let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) {
+            // Events waiting for a rename's answer go in that last packet too, without the name.
+            if let Err(err) = session.release_rename_holds() {
+                log::warn!("disconnect: {err}");
+            }
             let options = self.current_options();
             self.send_frame(now, &options);
         }
@@ -322,6 +326,11 @@ impl Subsystem {
             // Relayed events whose player is not seated yet go to the game now, not with the
             // session: the server counts them as delivered.
             session.release_early_events();
+            // Events waiting for a rename's answer are carried on, without the name (the new
+            // session's server is asked again when the game connects with its name).
+            if let Err(err) = session.release_rename_holds() {
+                log::warn!("net.api: {err}");
+            }
         }
         self.take_protocol_output(now);
         // What the game queued that the others have not delivered goes out in the session
