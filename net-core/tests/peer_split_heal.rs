@@ -3,7 +3,8 @@
 //! it must find its way back into the bigger game (it probes the players it dropped, whose
 //! "you were dropped" answer makes it reconnect), without the bigger game being disturbed.
 //! Every player dropped for silence is probed, so two players that lost only each other, and
-//! a 2/2 split, are one game again too. Probing stops by itself.
+//! a 2/2 split, are one game again too. Probing slows down after 5 minutes and goes on while
+//! the prober is in its game, so a cut that lasts longer heals too.
 
 use std::time::Duration;
 
@@ -98,6 +99,11 @@ fn probes(peer: &PeerNode) -> u64 {
 }
 
 fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
+    lone_peer_is_back_after_a_cut_of(count, lone, seed, Duration::from_secs(25));
+}
+
+/// The cut lasts `cut_for` (more than `net.timeout`).
+fn lone_peer_is_back_after_a_cut_of(count: usize, lone: usize, seed: u64, cut_for: Duration) {
     let mut net = meet(count, seed);
     // The lone one is joined: it stays joined.
     net.endpoint_mut(lone)
@@ -116,7 +122,7 @@ fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
         .collect();
 
     cut(&mut net, &[lone], &rest, true);
-    net.run_for(Duration::from_secs(25));
+    net.run_for(cut_for);
     let alone = net.endpoint(lone).unwrap();
     assert!(
         alone.proto.session().unwrap().players().is_empty(),
@@ -135,7 +141,8 @@ fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
     let seen = event_marks(&net, count);
 
     cut(&mut net, &[lone], &rest, false);
-    net.run_for(Duration::from_secs(8));
+    // After 5 minutes the probes go out every 10 s.
+    net.run_for(Duration::from_secs(8) + heal_wait(cut_for));
     let back = net.endpoint(lone).unwrap();
     let after = &back.events[seen[lone]..];
     let told = after.iter().position(|e| {
@@ -192,6 +199,15 @@ fn lone_peer_is_back_after_the_cut_heals(count: usize, lone: usize, seed: u64) {
     assert!(everyone_agrees(&net, count), "{}", describe(&net));
 }
 
+/// How long after a cut of `cut_for` heals the next probe may come, beyond the first second.
+fn heal_wait(cut_for: Duration) -> Duration {
+    if cut_for > Duration::from_secs(5 * 60) {
+        Duration::from_secs(10)
+    } else {
+        Duration::ZERO
+    }
+}
+
 #[test]
 fn a_peer_cut_off_from_two_others_is_back_in_their_game_when_the_cut_heals() {
     // The lowest node and the highest (the first player, in slot 0).
@@ -240,9 +256,13 @@ fn two_players_cut_apart_meet_again_in_one_game() {
 /// reconnects into the other's game, and the four are one game again; the game that wins is
 /// not disturbed.
 fn two_two_split_heals(side_a: [usize; 2], side_b: [usize; 2], seed: u64) {
+    two_two_split_heals_after(side_a, side_b, seed, Duration::from_secs(25));
+}
+
+fn two_two_split_heals_after(side_a: [usize; 2], side_b: [usize; 2], seed: u64, cut_for: Duration) {
     let mut net = meet(4, seed);
     cut(&mut net, &side_a, &side_b, true);
-    net.run_for(Duration::from_secs(25) + Duration::from_millis(311 * (seed % 4)));
+    net.run_for(cut_for + Duration::from_millis(311 * (seed % 4)));
     for i in 0..4 {
         assert_eq!(
             seated(&net, i),
@@ -256,7 +276,7 @@ fn two_two_split_heals(side_a: [usize; 2], side_b: [usize; 2], seed: u64) {
         .collect();
     let seen = event_marks(&net, 4);
     cut(&mut net, &side_a, &side_b, false);
-    net.run_for(Duration::from_secs(10));
+    net.run_for(Duration::from_secs(10) + heal_wait(cut_for));
     assert!(
         everyone_agrees(&net, 4),
         "seed {seed}: {side_a:?}/{side_b:?}: one game of four again: {}",
@@ -436,10 +456,10 @@ fn a_lone_first_player_does_not_probe() {
 }
 
 /// The players a lone peer dropped crashed: its probes go to dead ports, and a new process
-/// that starts a game of its own on one of them is not disturbed by them. The probes stop by
-/// themselves.
+/// that starts a game of its own on one of them is not disturbed by them. After 5 minutes the
+/// probes go out every 10 s only, until the prober leaves its game.
 #[test]
-fn probes_to_crashed_players_are_harmless_and_stop_by_themselves() {
+fn probes_to_crashed_players_are_harmless_and_slow_down() {
     let mut net = meet(3, 45);
     net.crash(1);
     net.crash(2);
@@ -478,20 +498,145 @@ fn probes_to_crashed_players_are_harmless_and_stop_by_themselves() {
     assert!(probes(lone) > early, "still probing");
     assert_eq!(disconnects(lone, 0), 0);
 
-    // Bounded: after a few minutes the probes stop.
-    net.run_for(Duration::from_secs(600));
-    let stopped = probes(net.endpoint(0).unwrap());
+    // One a second to each for the first 5 minutes (both were dropped at the same moment,
+    // about 35 s ago): 301 to each, then at most 4 more at the slower pace.
+    net.run_for(Duration::from_secs(300));
+    let fast = probes(net.endpoint(0).unwrap());
+    assert!(
+        (2 * 301..=2 * (301 + 4)).contains(&fast),
+        "about one a second to each for 5 minutes: {fast}"
+    );
+    // Then one every 10 s to each: 2 x 6 a minute for an hour.
+    net.run_for(Duration::from_secs(60));
+    let slow_from = probes(net.endpoint(0).unwrap());
+    net.run_for(Duration::from_secs(3600));
+    let slow = probes(net.endpoint(0).unwrap()) - slow_from;
+    assert_eq!(slow, 2 * 360, "one every 10 s to each");
+    let peer = net.endpoint(0).unwrap();
+    assert!(peer.proto.is_in_game());
+    assert_eq!(disconnects(peer, 0), 0);
+    assert_eq!(
+        net.endpoint(2).unwrap().events,
+        vec![GameEvent::Connected { slot: 0 }],
+        "the new process is still undisturbed"
+    );
+
+    // Leaving the game ends the probes.
+    let now = net.now();
+    let lone = net.endpoint_mut(0).unwrap();
+    lone.proto.disconnect(now, "leaving").unwrap();
+    let left = probes(lone);
     net.run_for(Duration::from_secs(60));
     assert_eq!(
         probes(net.endpoint(0).unwrap()),
-        stopped,
-        "the probes stopped"
+        left,
+        "no probes after leaving"
     );
+}
+
+/// Cuts that last longer than the 5 minutes of fast probes heal too.
+#[test]
+fn cuts_that_heal_after_7_and_30_minutes_heal() {
+    for seed in seeds(1) {
+        for minutes in [7, 30] {
+            let cut_for = Duration::from_secs(60 * minutes);
+            let seed = seed * 100 + minutes;
+            lone_peer_is_back_after_a_cut_of(3, 0, seed, cut_for);
+            lone_peer_is_back_after_a_cut_of(3, 2, seed + 1, cut_for);
+            two_two_split_heals_after([0, 1], [2, 3], seed + 2, cut_for);
+            two_two_split_heals_after([0, 3], [1, 2], seed + 3, cut_for);
+        }
+    }
+}
+
+/// Two players cut apart for 7 or 30 minutes: each sits alone; they meet again.
+#[test]
+fn two_players_cut_apart_for_minutes_meet_again() {
+    for minutes in [7, 30] {
+        let mut net = meet(2, 95 + minutes);
+        cut(&mut net, &[0], &[1], true);
+        net.run_for(Duration::from_secs(60 * minutes));
+        assert_eq!(seated(&net, 0), 0);
+        assert_eq!(seated(&net, 1), 0);
+        cut(&mut net, &[0], &[1], false);
+        net.run_for(Duration::from_secs(20));
+        assert!(
+            everyone_agrees(&net, 2),
+            "{minutes} min: one game again: {}",
+            describe(&net)
+        );
+    }
+}
+
+/// A peer told it was dropped (in answer to its probe) connects to the player that told it.
+/// If that player dies or leaves before answering the connect requests, it connects to
+/// another player of that game (the notice named them) instead of sitting alone.
+fn told_peer_whose_teller_goes(leaves: bool, seed: u64) {
+    let mut net = meet(3, seed);
+    let lone = 0;
+    cut(&mut net, &[lone], &[1, 2], true);
+    net.run_for(Duration::from_secs(25));
+    assert_eq!(seated(&net, lone), 0, "{}", describe(&net));
+    // Only the path to peer 2 heals: peer 2 answers a probe and tells the lone one.
+    let seen = event_marks(&net, 3);
+    cut(&mut net, &[lone], &[2], false);
+    let until = net.now() + Duration::from_secs(5);
+    while disconnects(net.endpoint(lone).unwrap(), seen[lone]) == 0 {
+        assert!(net.now() < until, "peer 2 told it: {}", describe(&net));
+        net.run_for(Duration::from_millis(1));
+    }
+    // Peer 2 goes at once; the path to peer 1 heals.
+    if leaves {
+        let now = net.now();
+        net.endpoint_mut(2)
+            .unwrap()
+            .proto
+            .disconnect(now, "leaving")
+            .unwrap();
+    } else {
+        net.crash(2);
+    }
+    cut(&mut net, &[lone], &[1], false);
+    net.run_for(Duration::from_secs(30));
+    let one = net.endpoint(1).unwrap();
+    let zero = net.endpoint(lone).unwrap();
+    assert_eq!(
+        disconnects(one, seen[1]),
+        0,
+        "peer 1 stays in its game: {:?}",
+        &one.events[seen[1]..]
+    );
+    assert!(zero.proto.is_in_game(), "{}", describe(&net));
     assert!(
-        stopped <= 2 * 5 * 60 + 2,
-        "about one a second to each: {stopped}"
+        zero.proto.stats().fallback_targets_tried > 0,
+        "it tried another player"
     );
-    assert!(net.endpoint(0).unwrap().proto.is_in_game());
+    // Peer 1 and the lone one are one game (peer 2 is gone: dropped or left).
+    let zero_session = zero.proto.session().unwrap();
+    let one_session = one.proto.session().unwrap();
+    let names = |s: &net_core::session::Session| -> Vec<u32> {
+        s.players().iter().map(|p| p.token).collect()
+    };
+    assert_eq!(
+        names(zero_session),
+        vec![one.token().unwrap()],
+        "the told peer is in peer 1's game: {}",
+        describe(&net)
+    );
+    assert_eq!(
+        names(one_session),
+        vec![zero.token().unwrap()],
+        "peer 1 seats it: {}",
+        describe(&net)
+    );
+}
+
+#[test]
+fn a_told_peer_whose_teller_dies_or_leaves_joins_the_rest_of_its_game() {
+    for seed in seeds(2) {
+        told_peer_whose_teller_goes(false, 100 + seed);
+        told_peer_whose_teller_goes(true, 100 + seed);
+    }
 }
 
 /// A player of three crashes: the two left probe its port (harmless: nothing answers), and a

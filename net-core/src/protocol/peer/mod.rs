@@ -56,10 +56,12 @@ const MAX_DEFERRALS: u32 = 6;
 const MAX_DEPARTED: usize = 64;
 /// How many times a peer reconnects by itself after losing a slot conflict.
 const MAX_REJOINS: u32 = 3;
-/// How often a peer probes the players it dropped for silence (see `Probe`).
+/// How often a peer probes the players it dropped for silence at first (see `Probe`).
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);
-/// How long it goes on probing them.
-const PROBE_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// How long it probes them every `PROBE_INTERVAL`.
+const PROBE_FAST_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// How often it probes them after that, for as long as it stays in its game.
+const PROBE_SLOW_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Timings and limits of the peer-to-peer protocol (console variables `net.peer.*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,16 +148,31 @@ impl TokenTimes {
 
 /// A peer sends a probe to the node of each player it dropped for silence (its own network,
 /// or that player's, or only the path between them was cut), every `PROBE_INTERVAL` for
-/// `PROBE_PERIOD`: a NODE_ALIVE without a sender slot, carrying this peer's player list, which
-/// no session accepts (so it keeps nobody's entry alive). A player that dropped this peer and
-/// whose game wins over the prober's (`wins_over`) answers it with its "you were dropped"
-/// notice (`tell_dropped_player`), so the prober reconnects into that game once the network
-/// is back. A node is probed until a player is seated at it again, until this peer leaves the
-/// game, or until `until`.
+/// `PROBE_FAST_PERIOD`, then every `PROBE_SLOW_INTERVAL`: a NODE_ALIVE without a sender slot,
+/// carrying this peer's player list, which no session accepts (so it keeps nobody's entry
+/// alive). A player that dropped this peer and whose game wins over the prober's (`wins_over`)
+/// answers it with its "you were dropped" notice (`tell_dropped_player`), so the prober
+/// reconnects into that game once the network is back. A node is probed until a player is
+/// seated at it again or this peer leaves the game (a dead port and a new process there that
+/// never knew this peer both stay silent: nothing tells them apart from a cut that lasts).
 #[derive(Debug)]
 struct Probe {
     node: Node,
-    until: Instant,
+    /// When the player there was dropped (the first probe).
+    since: Instant,
+    /// When the next probe to it goes out.
+    next: Instant,
+}
+
+impl Probe {
+    /// The wait after a probe sent at `now`: short at first, then slower.
+    fn interval(&self, now: Instant) -> Duration {
+        if now.saturating_duration_since(self.since) < PROBE_FAST_PERIOD {
+            PROBE_INTERVAL
+        } else {
+            PROBE_SLOW_INTERVAL
+        }
+    }
 }
 
 /// Counters shown by `status` and checked by tests.
@@ -184,9 +201,11 @@ pub struct PeerStats {
     /// "You were dropped" notices ignored: the teller was dropped here too and this game wins
     /// (stale packets crossing; the teller is told instead).
     pub dropped_notices_ignored: u64,
-    /// Probes sent to players this peer dropped for silence when that left it alone (see
-    /// `Probe`).
+    /// Probes sent to players this peer dropped for silence (see `Probe`).
     pub probes_sent: u64,
+    /// Connect loops sent to another player of the game that answered a probe, because the
+    /// one that answered did not (it died or left meanwhile; see `fallbacks`).
+    pub fallback_targets_tried: u64,
     /// Notices to senders of game packets this peer never seated: they think they are in its
     /// game (see `strangers`).
     pub stranger_notices_sent: u64,
@@ -241,6 +260,11 @@ pub struct PeerProtocol {
     probes: Vec<Probe>,
     /// When the next probes go out (none while nobody is probed).
     next_probe: Option<Instant>,
+    /// Told it was dropped in answer to a probe, this peer connects to the player that told it.
+    /// If that one never answers (it died or left in between), the connect loop goes on to the
+    /// other players of the list the notice carried (highest node first), then to where it
+    /// connected before (its `connect` target, or the broadcast): the next of these.
+    fallbacks: VecDeque<Option<Node>>,
     /// Senders of game packets this peer never seated (see `strangers`).
     strangers: strangers::Strangers,
     /// Seated players (or queued requests) a connect request named as the sender's earlier
@@ -285,6 +309,7 @@ impl PeerProtocol {
             silenced: TokenTimes::default(),
             probes: Vec::new(),
             next_probe: None,
+            fallbacks: VecDeque::new(),
             strangers: Default::default(),
             claims: Vec::new(),
             watches: Vec::new(),
@@ -1417,9 +1442,17 @@ impl PeerProtocol {
                     let text = Self::refusal_text(events);
                     // The answer to a probe: connect to the player that answered, into its game
                     // (a broadcast could be answered first by a player of the game being left,
-                    // which is about to leave it too).
+                    // which is about to leave it too); should it not answer, to the other
+                    // players of its game.
                     let target = self.is_probing(&from).then_some(from);
+                    let fallbacks = match target {
+                        Some(_) => self.fallbacks_from(&from, header.token, events),
+                        None => VecDeque::new(),
+                    };
                     self.rejoin(now, &text, target);
+                    if target.is_some() && !self.is_idle() {
+                        self.fallbacks = fallbacks;
+                    }
                     return;
                 }
                 for r in requests {
@@ -1919,6 +1952,33 @@ impl PeerProtocol {
         false
     }
 
+    /// Where to connect if the player at `from` (token `teller`) that answered a probe does not
+    /// answer the connect requests: the other players of the list its notice carried, highest
+    /// node first, then where this peer connected before (see `fallbacks`).
+    fn fallbacks_from(
+        &self,
+        from: &Node,
+        teller: u32,
+        events: &[WireEvent],
+    ) -> VecDeque<Option<Node>> {
+        let order = Arc::clone(self.order());
+        let mut nodes: Vec<Node> = Self::player_list_in(events)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.token != teller && e.token != self.my_token())
+            .map(|e| e.node)
+            .filter(|n| !self.same_node(n, from) && !self.same_node(n, &self.my_node))
+            .collect();
+        nodes.sort_by(|a, b| order(b, a));
+        nodes.dedup_by(|a, b| order(a, b) == std::cmp::Ordering::Equal);
+        let mut out: VecDeque<Option<Node>> = nodes.into_iter().map(Some).collect();
+        let before = self.params.as_ref().and_then(|p| p.target);
+        if before.is_none_or(|t| !self.same_node(&t, from)) {
+            out.push_back(before);
+        }
+        out
+    }
+
     /// Whether `node` is probed here (a player there was dropped for silence).
     fn is_probing(&self, node: &Node) -> bool {
         self.probes.iter().any(|p| self.same_node(&p.node, node))
@@ -1960,31 +2020,32 @@ impl PeerProtocol {
                 continue;
             }
             log::info!(
-                "peer: a player went silent; probing its address for {} s",
-                PROBE_PERIOD.as_secs()
+                "peer: a player went silent; probing its address every {} s for {} s, then every {} s while in this game",
+                PROBE_INTERVAL.as_secs(),
+                PROBE_FAST_PERIOD.as_secs(),
+                PROBE_SLOW_INTERVAL.as_secs()
             );
             self.probes.push(Probe {
                 node,
-                until: now + PROBE_PERIOD,
+                since: now,
+                next: now,
             });
-            self.next_probe.get_or_insert(now);
+            self.next_probe = Some(self.next_probe.map_or(now, |t| t.min(now)));
         }
     }
 
-    /// Send the probes that are due; stop probing a node once a player is seated there again
-    /// or its period is over.
+    /// Send the probes that are due; stop probing a node once a player is seated there again.
     fn probe_silenced_players(&mut self, now: Instant) {
         let Some(next) = self.next_probe else {
             return;
         };
         let mut probes = std::mem::take(&mut self.probes);
         probes.retain(|p| {
-            let seated = self.session.as_ref().is_some_and(|s| {
+            !self.session.as_ref().is_some_and(|s| {
                 s.players()
                     .iter()
                     .any(|pl| self.same_node(&pl.node, &p.node))
-            });
-            now < p.until && !seated
+            })
         });
         self.probes = probes;
         if self.probes.is_empty() {
@@ -1995,9 +2056,13 @@ impl PeerProtocol {
         if now < next {
             return;
         }
-        self.next_probe = Some(now + PROBE_INTERVAL);
+        let mut targets: Vec<Node> = Vec::new();
+        for probe in self.probes.iter_mut().filter(|p| p.next <= now) {
+            targets.push(probe.node);
+            probe.next = now + probe.interval(now);
+        }
+        self.next_probe = self.probes.iter().map(|p| p.next).min();
         let list = self.player_list();
-        let targets: Vec<Node> = self.probes.iter().map(|p| p.node).collect();
         for node in targets {
             self.send_oob_as(
                 node,
@@ -2223,6 +2288,7 @@ impl PeerProtocol {
         self.silenced.clear();
         self.probes.clear();
         self.next_probe = None;
+        self.fallbacks.clear();
         self.strangers.clear();
         self.claims.clear();
         self.watches.clear();
@@ -2411,6 +2477,17 @@ impl ClientProtocol for PeerProtocol {
                     };
                 } else if let Some(text) = self.refusal.take() {
                     self.give_up_refused(&text);
+                } else if let Some(target) = self.fallbacks.pop_front() {
+                    // The player that answered a probe did not answer: try the next.
+                    log::info!("peer: the player that told this one to reconnect is silent; trying another");
+                    self.stats.fallback_targets_tried += 1;
+                    if let Some(params) = self.params.as_mut() {
+                        params.target = target;
+                    }
+                    self.phase = Phase::Connecting {
+                        tries: 0,
+                        next: now,
+                    };
                 } else {
                     self.become_master(now);
                 }
@@ -2519,6 +2596,10 @@ impl ClientProtocol for PeerProtocol {
                 s.dropped_notices_ignored,
             ),
             ("probes of silent players sent", s.probes_sent),
+            (
+                "reconnects to another player of the game",
+                s.fallback_targets_tried,
+            ),
             ("unknown players told", s.stranger_notices_sent),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
