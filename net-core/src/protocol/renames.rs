@@ -34,9 +34,10 @@ impl Renames {
         }
     }
 
-    /// The server refused the oldest name asked: what to tell the player. The name in use
-    /// (the last one the server accepted) stays.
-    pub fn refused(&mut self, session: &mut Session) -> String {
+    /// The server refused the oldest name asked (`reason`: its answer, e.g. "name already
+    /// taken"): what to tell the player. The name in use (the last one the server accepted)
+    /// stays.
+    pub fn refused(&mut self, session: &mut Session, reason: &str) -> String {
         let kept = *session.my_name();
         match self.asked.pop_front() {
             Some(refused) => {
@@ -45,16 +46,21 @@ impl Renames {
                 }
                 self.refusals.push_back(NameRefusal { refused, kept });
                 format!(
-                    "the server refused the name '{refused}' (name already taken); your name stays '{kept}'"
+                    "the server refused the name '{refused}' ({reason}); your name stays '{kept}'"
                 )
             }
-            None => format!("the server says the name is already taken; your name stays '{kept}'"),
+            None => format!("the server says: {reason}; your name stays '{kept}'"),
         }
     }
 
     /// The next refusal, for the game's name to go back.
     pub fn poll_refusal(&mut self) -> Option<NameRefusal> {
         self.refusals.pop_front()
+    }
+
+    /// Whether a name asked is still waiting for the server's answer.
+    pub fn waiting(&self) -> bool {
+        !self.asked.is_empty()
     }
 
     /// The connection ended: what was asked will not be answered.
@@ -98,7 +104,7 @@ mod tests {
         renames.asked(name("goose"), &mut session);
         renames.asked(name("iceman"), &mut session);
         assert_eq!(session.unacknowledged(), queued, "nothing told yet");
-        let text = renames.refused(&mut session);
+        let text = renames.refused(&mut session, "name already taken");
         assert_eq!(
             text,
             "the server refused the name 'goose' (name already taken); your name stays 'maverick'"
@@ -144,7 +150,7 @@ mod tests {
             queued + 2,
             "RE_PLAYERNAME iceman, then the chat queued after asking it"
         );
-        renames.refused(&mut session);
+        renames.refused(&mut session, "name already taken");
         assert_eq!(session.unacknowledged(), queued + 3, "the last chat alone");
         assert_eq!(session.my_name(), &name("iceman"));
         session.queue_event(chat("now")).unwrap();
@@ -163,7 +169,9 @@ mod tests {
         renames.clear();
         renames.accepted(&mut session);
         assert_eq!(session.my_name(), &name("maverick"));
-        assert!(renames.refused(&mut session).contains("stays 'maverick'"));
+        assert!(renames
+            .refused(&mut session, "name already taken")
+            .contains("stays 'maverick'"));
         assert_eq!(renames.poll_refusal(), None);
     }
 }

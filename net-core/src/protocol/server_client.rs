@@ -459,7 +459,19 @@ impl ServerClient {
                 }
                 None if line == "name already taken" => {
                     if let Some(session) = self.session.as_mut() {
-                        let text = self.renames.refused(session);
+                        let text = self.renames.refused(session, &line);
+                        self.events.push_back(GameEvent::Error { text });
+                    }
+                }
+                // Once seated, only a rename can draw these (a server that reads the name
+                // otherwise than this client, or that lost the seat): it is refused, and what
+                // the game queued after it goes out.
+                None if self.renames.waiting()
+                    && (line == "you sent an invalid request"
+                        || line == "you're not even joined") =>
+                {
+                    if let Some(session) = self.session.as_mut() {
+                        let text = self.renames.refused(session, &line);
                         self.events.push_back(GameEvent::Error { text });
                     }
                 }
@@ -1036,6 +1048,81 @@ mod tests {
         assert_eq!(told(&client), before + 1, "an accepted name is told");
         assert_eq!(client.session().unwrap().my_name(), &iceman);
         assert_eq!(client.poll_name_refusal(), None);
+    }
+
+    fn chat(text: &str) -> crate::rmev::RemoteEvent {
+        crate::rmev::RemoteEvent::SendText(crate::rmev::ChatText::new(text.as_bytes()).unwrap())
+    }
+
+    /// A rename the server answers with "you sent an invalid request" (it reads names otherwise
+    /// than this client) is refused like a taken name, and the events the game queued after
+    /// asking go out at once.
+    #[test]
+    fn a_rename_answered_as_an_invalid_request_is_refused_and_frees_the_events_after_it() {
+        let (mut client, at) = seated();
+        let told = |c: &ServerClient| c.session().unwrap().unacknowledged();
+        let before = told(&client);
+        client
+            .update_name(PlayerName::new(b"iceman").unwrap())
+            .unwrap();
+        stream_commands(&mut client);
+        client
+            .session_mut()
+            .unwrap()
+            .queue_event(chat("after the rename"))
+            .unwrap();
+        assert_eq!(told(&client), before, "the chat waits for the answer");
+        client.handle_stream(at, StreamEvent::Line("you sent an invalid request".into()));
+        assert_eq!(
+            errors(&mut client),
+            ["the server refused the name 'iceman' (you sent an invalid request); your name stays 'maverick'"]
+        );
+        assert_eq!(
+            told(&client),
+            before + 1,
+            "the chat went out, without the name"
+        );
+        assert_eq!(client.session().unwrap().my_name().as_bytes(), b"maverick");
+    }
+
+    /// A server that never answers a rename holds the events queued after it for at most
+    /// `NAME_HOLD` (5 s); then they go out without the name, and an answer coming later still
+    /// tells the others the name.
+    #[test]
+    fn events_after_a_rename_the_server_never_answers_go_out_after_five_seconds() {
+        let (mut client, at) = seated();
+        let told = |c: &ServerClient| c.session().unwrap().unacknowledged();
+        let before = told(&client);
+        client
+            .update_name(PlayerName::new(b"iceman").unwrap())
+            .unwrap();
+        stream_commands(&mut client);
+        client
+            .session_mut()
+            .unwrap()
+            .queue_event(chat("after the rename"))
+            .unwrap();
+        let mut now = at;
+        while now < at + Duration::from_millis(4900) {
+            now += Duration::from_millis(50);
+            tick(&mut client, now);
+            assert_eq!(told(&client), before, "held at {:?}", now - at);
+        }
+        let deadline = client.poll_timeout().expect("a timer for the hold");
+        assert!(
+            deadline <= at + Duration::from_secs(5),
+            "{:?}",
+            deadline - at
+        );
+        tick(&mut client, at + Duration::from_secs(5));
+        assert_eq!(told(&client), before + 1, "the chat went out after 5 s");
+        client.handle_stream(now, StreamEvent::Line("new name accepted".into()));
+        assert_eq!(
+            told(&client),
+            before + 2,
+            "the late answer still tells the name"
+        );
+        assert_eq!(client.session().unwrap().my_name().as_bytes(), b"iceman");
     }
 
     #[test]

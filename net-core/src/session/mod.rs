@@ -286,6 +286,10 @@ pub struct Session {
     /// Slot and game servers: the game's events queued while a rename of this client waits
     /// for the server's answer, one group per rename asked (see `ask_rename`).
     rename_holds: VecDeque<Vec<RemoteEvent>>,
+    /// Since when the oldest rename still held has waited for the server's answer: after
+    /// [`name_order::NAME_HOLD`] the held events go out without waiting any longer (a server
+    /// that never answers must not silence the player).
+    rename_hold_since: Option<Instant>,
     /// The time of the last packet or timer handled (when a name wait began).
     clock: Instant,
     /// Where this session's next link starts numbering.
@@ -362,6 +366,7 @@ impl Session {
             names_from_server: false,
             name_order: name_order::NameOrder::default(),
             rename_holds: VecDeque::new(),
+            rename_hold_since: None,
             clock: now,
             numbering: LinkNumbering::new(token),
             stats: SessionStats::default(),
@@ -826,12 +831,15 @@ impl Session {
     /// (RE_PLAYERNAME marks its place in this client's stream; see `name_order`).
     pub fn ask_rename(&mut self) {
         self.rename_holds.push_back(Vec::new());
+        self.rename_hold_since.get_or_insert(self.clock);
     }
 
     /// The server answered the oldest rename asked: `Some(name)` accepted (the others are told
     /// now), None refused. The events queued after asking it go out now (after the name).
     pub fn rename_answered(&mut self, accepted: Option<PlayerName>) -> NetResult<()> {
         let group = self.rename_holds.pop_front().unwrap_or_default();
+        // The next rename still held (if any) waits from now.
+        self.rename_hold_since = (!self.rename_holds.is_empty()).then_some(self.clock);
         let mut result = Ok(());
         if let Some(name) = accepted {
             self.my_name = name;
@@ -849,6 +857,7 @@ impl Session {
     /// Every event waiting for a rename's answer goes out now, without the name (the session
     /// ends: the last packet of a disconnect, or a backend switch that carries them on).
     pub fn release_rename_holds(&mut self) -> NetResult<()> {
+        self.rename_hold_since = None;
         let mut result = Ok(());
         while let Some(group) = self.rename_holds.pop_front() {
             for event in group {
@@ -1616,6 +1625,9 @@ impl Session {
         if let Some(t) = self.name_order.next_expiry() {
             consider(t);
         }
+        if let Some(since) = self.rename_hold_since {
+            consider(since + name_order::NAME_HOLD);
+        }
         if self.joined
             && self
                 .remotes
@@ -1638,6 +1650,18 @@ impl Session {
         for (slot, event) in self.early.expired(now) {
             log::warn!("session: events from slot {slot} came before the player; delivering them");
             self.apply_remote_event(slot, event);
+        }
+        if self
+            .rename_hold_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= name_order::NAME_HOLD)
+        {
+            log::warn!(
+                "session: the server has not answered a rename for {} s; sending the events queued after it",
+                name_order::NAME_HOLD.as_secs()
+            );
+            if let Err(err) = self.release_rename_holds() {
+                log::warn!("session: {err}");
+            }
         }
         for (slot, event) in self.name_order.expired(now) {
             log::warn!(
