@@ -1,6 +1,7 @@
 /*
  * check.h: the small assertion helpers shared by the C test programs (api_errors, bad_backends,
- * jump_table, contract_pair, rejoin_pair, ...), and the name of an event type as they print it.
+ * jump_table, contract_pair, rejoin_pair, ...), the name of an event type as they print it, and
+ * a field-by-field comparison of two events.
  * Every check prints one line ("ok" or "FAIL"), failures are counted, and check_finish() prints
  * the totals and gives the exit status. Define _POSIX_C_SOURCE 200809L
  * before including this header (it uses clock_gettime and nanosleep).
@@ -109,6 +110,54 @@ static inline void check_sleep_ms(long ms)
     ts.tv_sec = ms / 1000;
     ts.tv_nsec = (ms % 1000) * 1000000L;
     nanosleep(&ts, NULL);
+}
+
+/* Compare every documented field of `got` with `want` (whose unused fields are zero), bit for
+ * bit for the floats; the text must be NUL-terminated. Describe the first difference in `why`.
+ * (contract_pair, three_games) */
+static inline int check_same_event(const NET_Event *got, const NET_Event *want, char *why,
+                                   size_t why_len)
+{
+#define CHECK_FIELD(f)                                                                             \
+    if (memcmp(&got->f, &want->f, sizeof got->f) != 0) {                                           \
+        snprintf(why, why_len, "field " #f " differs");                                           \
+        return 0;                                                                                  \
+    }
+    CHECK_FIELD(type)
+    CHECK_FIELD(player_id)
+    CHECK_FIELD(object_id)
+    CHECK_FIELD(target_id)
+    CHECK_FIELD(flags)
+    CHECK_FIELD(object_class)
+    CHECK_FIELD(custom_type)
+    CHECK_FIELD(pos)
+    CHECK_FIELD(dir)
+    CHECK_FIELD(orient)
+    CHECK_FIELD(list_id)
+    CHECK_FIELD(data_len)
+#undef CHECK_FIELD
+    if (memchr(got->text, '\0', sizeof got->text) == NULL) {
+        snprintf(why, why_len, "text not NUL-terminated");
+        return 0;
+    }
+    if (strcmp(got->text, want->text) != 0) {
+        snprintf(why, why_len, "text \"%.60s\" instead of \"%.60s\"", got->text, want->text);
+        return 0;
+    }
+    if (memcmp(got->data, want->data, sizeof got->data) != 0) {
+        snprintf(why, why_len, "data differs");
+        return 0;
+    }
+    snprintf(why, why_len, "every field as sent");
+    return 1;
+}
+
+/* dst[0..3] = a, b, c. */
+static inline void check_set3(float *dst, float a, float b, float c)
+{
+    dst[0] = a;
+    dst[1] = b;
+    dst[2] = c;
 }
 
 /* Set the UDP backend's options so the socket opens on 127.0.0.1, IPv4 only, on a port the

@@ -65,38 +65,6 @@ static void print_event(const NET_Event *e)
 
 /* Compare every documented field of `got` with `want` (whose unused fields are zero), bit for
  * bit for the floats; describe the first difference in `why`. */
-static int same_event(const NET_Event *got, const NET_Event *want, char *why, size_t why_len)
-{
-#define FIELD(f)                                                                                   \
-    if (memcmp(&got->f, &want->f, sizeof got->f) != 0) {                                           \
-        snprintf(why, why_len, "field " #f " differs");                                           \
-        return 0;                                                                                  \
-    }
-    FIELD(type)
-    FIELD(player_id)
-    FIELD(object_id)
-    FIELD(target_id)
-    FIELD(flags)
-    FIELD(object_class)
-    FIELD(custom_type)
-    FIELD(pos)
-    FIELD(dir)
-    FIELD(orient)
-    FIELD(list_id)
-    FIELD(data_len)
-#undef FIELD
-    if (strncmp(got->text, want->text, sizeof got->text) != 0) {
-        snprintf(why, why_len, "text \"%.80s\" instead of \"%.80s\"", got->text, want->text);
-        return 0;
-    }
-    if (memcmp(got->data, want->data, sizeof got->data) != 0) {
-        snprintf(why, why_len, "data differs");
-        return 0;
-    }
-    snprintf(why, why_len, "every field as sent");
-    return 1;
-}
-
 /* ----- what each game sends (a function of its slot and name) ----------------------------------- */
 
 #define SCRIPT_LEN 12
@@ -119,13 +87,6 @@ static NET_Event *add(struct script *s, uint32_t type, int32_t slot)
     return e;
 }
 
-static void set3(float *dst, float a, float b, float c)
-{
-    dst[0] = a;
-    dst[1] = b;
-    dst[2] = c;
-}
-
 /* The script of the game in `slot` named `name`. */
 static void make_script(struct script *s, int32_t slot, const char *name)
 {
@@ -136,7 +97,7 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     e = add(s, NET_EVENT_CREATE_OBJECT, slot);
     e->object_id = 0xFFFFFF00u + (uint32_t)slot;
     e->object_class = 0xFFFF;
-    set3(e->pos, -1.0e30f, 1.17549435e-38f, -0.0f);
+    check_set3(e->pos, -1.0e30f, 1.17549435e-38f, -0.0f);
     e->orient[0] = 0.5f;
     e->orient[1] = -0.5f;
     e->orient[2] = 0.5f;
@@ -145,21 +106,21 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     e = add(s, NET_EVENT_CREATE_LASER, slot);
     e->object_id = 0x80000000u + (uint32_t)slot;
     e->object_class = 0;
-    set3(e->pos, 3.4e38f, -3.4e38f, 1.0e-45f);
-    set3(e->dir, 0.0f, -1.0f, 0.0f);
+    check_set3(e->pos, 3.4e38f, -3.4e38f, 1.0e-45f);
+    check_set3(e->dir, 0.0f, -1.0f, 0.0f);
     e = add(s, NET_EVENT_CREATE_MISSILE, slot);
     e->object_id = 77u + (uint32_t)slot;
     e->object_class = 0x8001;
-    set3(e->pos, 1.0f, 2.0f, 3.0f);
-    set3(e->dir, 0.25f, 0.5f, -0.125f);
+    check_set3(e->pos, 1.0f, 2.0f, 3.0f);
+    check_set3(e->dir, 0.25f, 0.5f, -0.125f);
     e->target_id = 0xFFFFFFFFu;
     e = add(s, NET_EVENT_CREATE_EXTRA, slot);
     e->object_id = 1u + (uint32_t)slot;
     e->object_class = 0xFFFF; /* the extra index */
-    set3(e->pos, -7.0f, 8.5f, 1.0e20f);
+    check_set3(e->pos, -7.0f, 8.5f, 1.0e20f);
     e = add(s, NET_EVENT_PARTICLE_OBJECT, slot);
     e->object_class = 0xFFFE;
-    set3(e->pos, 0.1f, -0.2f, 0.3f);
+    check_set3(e->pos, 0.1f, -0.2f, 0.3f);
     e = add(s, NET_EVENT_KILL_OBJECT, slot);
     e->object_id = 0xFFFFFF00u + (uint32_t)slot;
     e->list_id = 15;
@@ -189,12 +150,12 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     snprintf(e->text, sizeof e->text, "done");
 
     memset(&s->state, 0, sizeof s->state);
-    set3(s->state.pos, 1000.5f + (float)slot, -2.25f, 1.0e-3f);
+    check_set3(s->state.pos, 1000.5f + (float)slot, -2.25f, 1.0e-3f);
     s->state.orient[0] = 0.0f;
     s->state.orient[1] = 0.70710677f;
     s->state.orient[2] = 0.0f;
     s->state.orient[3] = 0.70710677f;
-    set3(s->state.vel, -1.5f, 0.0f, 99.0f);
+    check_set3(s->state.vel, -1.5f, 0.0f, 99.0f);
     for (i = 0; i < NET_SHIP_GAME_AREA; i++) {
         s->state.game[i] = (uint8_t)(0xF0 ^ (i * 7) ^ slot);
     }
@@ -310,7 +271,7 @@ static void handle(struct game *g, const NET_Event *e)
         want.player_id = e->player_id;
         expect_true("CONNECTED: player_id is a slot 0-15", e->player_id >= 0 && e->player_id < 16,
                     "");
-        expect_true("CONNECTED: every other field zero", same_event(e, &want, why, sizeof why),
+        expect_true("CONNECTED: every other field zero", check_same_event(e, &want, why, sizeof why),
                     why);
         g->slot = e->player_id;
         make_script(&g->mine, g->slot, g->name);
@@ -333,7 +294,7 @@ static void handle(struct game *g, const NET_Event *e)
         want.player_id = e->player_id;
         snprintf(want.text, sizeof want.text, "%s", g->other_name);
         expect_true("PLAYER_CONNECTED: player_id and name, every other field zero",
-                    e->text[0] != '\0' && same_event(e, &want, why, sizeof why), why);
+                    e->text[0] != '\0' && check_same_event(e, &want, why, sizeof why), why);
         {
             const char *name = NET_FetchPlayerName(e->player_id);
 
@@ -355,7 +316,7 @@ static void handle(struct game *g, const NET_Event *e)
         memset(&want, 0, sizeof want);
         want.type = e->type;
         want.player_id = e->player_id;
-        expect_true("PLAYER_JOINED: player_id only", same_event(e, &want, why, sizeof why), why);
+        expect_true("PLAYER_JOINED: player_id only", check_same_event(e, &want, why, sizeof why), why);
         g->other_joined = 1;
         return;
     }
@@ -415,7 +376,7 @@ static void handle(struct game *g, const NET_Event *e)
 
         expect_true("PLAYER_NAME from the other, once", !g->got_name, "");
         expect_true("PLAYER_NAME from the other: every field as sent",
-                    same_event(e, want, why, sizeof why), why);
+                    check_same_event(e, want, why, sizeof why), why);
         name = NET_FetchPlayerName(g->other);
         snprintf(why, sizeof why, "\"%s\"", name != NULL ? name : "(NULL)");
         expect_true("NET_FetchPlayerName after PLAYER_NAME is the new name",
@@ -436,7 +397,7 @@ static void handle(struct game *g, const NET_Event *e)
 
         snprintf(what, sizeof what, "event #%d from the other: %s", g->next,
                  check_event_name(want->type));
-        expect_true(what, same_event(e, want, why, sizeof why), why);
+        expect_true(what, check_same_event(e, want, why, sizeof why), why);
         g->next++;
         switch (want->type) {
         case NET_EVENT_CREATE_OBJECT:

@@ -54,42 +54,6 @@ static void print_event(const NET_Event *e)
     fflush(stdout);
 }
 
-static int same_event(const NET_Event *got, const NET_Event *want, char *why, size_t why_len)
-{
-#define FIELD(f)                                                                                   \
-    if (memcmp(&got->f, &want->f, sizeof got->f) != 0) {                                           \
-        snprintf(why, why_len, "field " #f " differs");                                           \
-        return 0;                                                                                  \
-    }
-    FIELD(type)
-    FIELD(player_id)
-    FIELD(object_id)
-    FIELD(target_id)
-    FIELD(flags)
-    FIELD(object_class)
-    FIELD(custom_type)
-    FIELD(pos)
-    FIELD(dir)
-    FIELD(orient)
-    FIELD(list_id)
-    FIELD(data_len)
-#undef FIELD
-    if (memchr(got->text, '\0', sizeof got->text) == NULL) {
-        snprintf(why, why_len, "text not NUL-terminated");
-        return 0;
-    }
-    if (strcmp(got->text, want->text) != 0) {
-        snprintf(why, why_len, "text \"%.60s\" instead of \"%.60s\"", got->text, want->text);
-        return 0;
-    }
-    if (memcmp(got->data, want->data, sizeof got->data) != 0) {
-        snprintf(why, why_len, "data differs");
-        return 0;
-    }
-    snprintf(why, why_len, "every field as sent");
-    return 1;
-}
-
 /* ----- what each player sends (a function of its slot and name) -------------------------------- */
 
 struct script {
@@ -109,13 +73,6 @@ static NET_Event *add(struct script *s, uint32_t type, int32_t slot)
     e->type = type;
     e->player_id = slot;
     return e;
-}
-
-static void set3(float *dst, float a, float b, float c)
-{
-    dst[0] = a;
-    dst[1] = b;
-    dst[2] = c;
 }
 
 static void custom(struct script *s, int32_t slot, uint32_t len, int reliable)
@@ -150,11 +107,11 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     e = add(s, NET_EVENT_CREATE_LASER, slot);
     e->object_id = object_base(slot) + 2;
     e->object_class = 9;
-    set3(e->dir, 1.0f, 0.0f, 0.0f);
+    check_set3(e->dir, 1.0f, 0.0f, 0.0f);
     e = add(s, NET_EVENT_CREATE_MISSILE, slot);
     e->object_id = object_base(slot) + 3;
     e->object_class = 11;
-    set3(e->dir, 0.0f, 0.0f, -1.0f);
+    check_set3(e->dir, 0.0f, 0.0f, -1.0f);
     e->target_id = object_base(slot) + 1;
     e = add(s, NET_EVENT_CREATE_EXTRA, slot);
     e->object_id = object_base(slot) + 4;
@@ -163,7 +120,7 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     e->object_class = 12;
     for (i = 0; i < s->count; i++) {
         /* fired at (slot, i, -i); object, laser and missile are asked for at send time */
-        set3(s->fired[i], (float)slot, (float)i, -(float)i);
+        check_set3(s->fired[i], (float)slot, (float)i, -(float)i);
         memcpy(s->events[i].pos, s->fired[i], sizeof s->fired[i]);
         if (i < 3) {
             s->events[i].pos[0] += MOVED;
@@ -198,9 +155,9 @@ static void make_script(struct script *s, int32_t slot, const char *name)
     snprintf(e->text, sizeof e->text, "done");
 
     memset(&s->state, 0, sizeof s->state);
-    set3(s->state.pos, 10.0f * (float)slot, 0.5f, -3.0f);
+    check_set3(s->state.pos, 10.0f * (float)slot, 0.5f, -3.0f);
     s->state.orient[1] = 1.0f;
-    set3(s->state.vel, 0.25f, (float)slot, -0.0f);
+    check_set3(s->state.vel, 0.25f, (float)slot, -0.0f);
     for (i = 0; i < NET_SHIP_GAME_AREA; i++) {
         s->state.game[i] = (uint8_t)(i * 13 + slot);
     }
@@ -447,7 +404,7 @@ static void handle_remote(struct other *o, const NET_Event *e)
             if (is_unreliable(w) && w->custom_type == e->custom_type) {
                 snprintf(what, sizeof what, "unreliable CUSTOM (%u bytes) from slot %d",
                          (unsigned)w->data_len, (int)o->slot);
-                expect_true(what, same_event(e, w, why, sizeof why), why);
+                expect_true(what, check_same_event(e, w, why, sizeof why), why);
                 snprintf(what, sizeof what, "unreliable CUSTOM (%u bytes) at most once",
                          (unsigned)w->data_len);
                 expect_true(what, o->unreliable[i]++ == 0, "");
@@ -463,7 +420,7 @@ static void handle_remote(struct other *o, const NET_Event *e)
         snprintf(what, sizeof what, "PLAYER_NAME from slot %d, once", (int)o->slot);
         expect_true(what, !o->got_name, "");
         snprintf(what, sizeof what, "PLAYER_NAME from slot %d: every field", (int)o->slot);
-        expect_true(what, same_event(e, want, why, sizeof why), why);
+        expect_true(what, check_same_event(e, want, why, sizeof why), why);
         snprintf(what, sizeof what, "PLAYER_NAME from slot %d not after its place", (int)o->slot);
         snprintf(why, sizeof why, "came after event #%d", o->next - 1);
         expect_true(what, o->next <= o->script.name_index, why);
@@ -480,7 +437,7 @@ static void handle_remote(struct other *o, const NET_Event *e)
     }
     snprintf(what, sizeof what, "from slot %d, event #%d %s, in order", (int)o->slot, o->next,
              check_event_name(want->type));
-    expect_true(what, same_event(e, want, why, sizeof why), why);
+    expect_true(what, check_same_event(e, want, why, sizeof why), why);
     o->next++;
     if (o->next - 1 > o->script.name_index && !o->got_name) {
         snprintf(what, sizeof what,

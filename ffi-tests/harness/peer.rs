@@ -270,6 +270,39 @@ pub fn game_args(
     args
 }
 
+/// A game program that takes `--name`, `--peer`, `--duration` and `--exec` per setup line
+/// (`contract_pair`, `three_games`), with `extra` arguments after them.
+pub fn scripted_game(
+    program: &Path,
+    name: &str,
+    setup: &[String],
+    peer: &str,
+    duration_ms: &str,
+    extra: &[&str],
+) -> Command {
+    let mut command = Command::new(program);
+    command.args(["--name", name, "--peer", peer, "--duration", duration_ms]);
+    for line in setup {
+        command.args(["--exec", line]);
+    }
+    command.args(extra);
+    command
+}
+
+/// The console lines that make a game use loopback only, IPv4, on `port`, with the default
+/// timings, and `net.subsys PROTOCOL` if given.
+pub fn loopback_protocol_setup(port: u16, protocol: Option<&str>) -> Vec<String> {
+    let mut lines = vec![
+        "net.udp.bind 127.0.0.1".to_string(),
+        "net.udp.ipv6 0".to_string(),
+        format!("net.port {port}"),
+    ];
+    if let Some(protocol) = protocol {
+        lines.push(format!("net.subsys {protocol}"));
+    }
+    lines
+}
+
 /// How long a game may take to meet the others before it gives up (`--duration`).
 pub const GAME_DURATION_MS: u64 = 15_000;
 /// The time limit of a game process (longer than [`GAME_DURATION_MS`] plus its linger, with room

@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::peer::{free_loopback_ports, run_together};
+use parsec_net_ffi_tests::peer::{
+    free_loopback_ports, loopback_protocol_setup, run_together, scripted_game,
+};
 use parsec_net_ffi_tests::server::Server;
 use parsec_net_ffi_tests::Build;
 
@@ -18,25 +20,11 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const DURATION_MS: &str = "30000";
 
 fn game(program: &Path, name: &str, setup: &[String], peer: &str, extra: &[&str]) -> Command {
-    let mut command = Command::new(program);
-    command.args(["--name", name, "--peer", peer, "--duration", DURATION_MS]);
-    for line in setup {
-        command.args(["--exec", line]);
-    }
-    command.args(extra);
-    command
+    scripted_game(program, name, setup, peer, DURATION_MS, extra)
 }
 
 fn setup(port: u16, protocol: Option<&str>) -> Vec<String> {
-    let mut lines = vec![
-        "net.udp.bind 127.0.0.1".to_string(),
-        "net.udp.ipv6 0".to_string(),
-        format!("net.port {port}"),
-    ];
-    if let Some(protocol) = protocol {
-        lines.push(format!("net.subsys {protocol}"));
-    }
-    lines
+    loopback_protocol_setup(port, protocol)
 }
 
 fn check_both(games: Vec<(String, Command)>, what: &str) {

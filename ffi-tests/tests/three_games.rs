@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::peer::{free_loopback_ports, run_together, GameRun};
+use parsec_net_ffi_tests::peer::{
+    free_loopback_ports, loopback_protocol_setup, run_together, scripted_game, GameRun,
+};
 use parsec_net_ffi_tests::server::Server;
 use parsec_net_ffi_tests::Build;
 
@@ -20,25 +22,11 @@ const DURATION_MS: &str = "60000";
 const NAMES: [&str; 3] = ["ann", "bea", "cid"];
 
 fn game(program: &Path, name: &str, setup: &[String], peer: &str, extra: &[&str]) -> Command {
-    let mut command = Command::new(program);
-    command.args(["--name", name, "--peer", peer, "--duration", DURATION_MS]);
-    for line in setup {
-        command.args(["--exec", line]);
-    }
-    command.args(extra);
-    command
+    scripted_game(program, name, setup, peer, DURATION_MS, extra)
 }
 
 fn setup(port: u16, protocol: Option<&str>) -> Vec<String> {
-    let mut lines = vec![
-        "net.udp.bind 127.0.0.1".to_string(),
-        "net.udp.ipv6 0".to_string(),
-        format!("net.port {port}"),
-    ];
-    if let Some(protocol) = protocol {
-        lines.push(format!("net.subsys {protocol}"));
-    }
-    lines
+    loopback_protocol_setup(port, protocol)
 }
 
 /// The three players of a peer-to-peer game: ann and bea connect to each other, cid to ann.

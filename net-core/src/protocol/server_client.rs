@@ -1050,8 +1050,22 @@ mod tests {
         assert_eq!(client.poll_name_refusal(), None);
     }
 
-    fn chat(text: &str) -> crate::rmev::RemoteEvent {
-        crate::rmev::RemoteEvent::SendText(crate::rmev::ChatText::new(text.as_bytes()).unwrap())
+    /// A seated client that asked for the name "iceman" and then queued a chat line; with how
+    /// many events the others had been told before.
+    fn renamed_then_chatted() -> (ServerClient, Instant, usize) {
+        let (mut client, at) = seated();
+        let before = client.session().unwrap().unacknowledged();
+        client
+            .update_name(PlayerName::new(b"iceman").unwrap())
+            .unwrap();
+        stream_commands(&mut client);
+        let chat = crate::rmev::ChatText::new(b"after the rename").unwrap();
+        client
+            .session_mut()
+            .unwrap()
+            .queue_event(crate::rmev::RemoteEvent::SendText(chat))
+            .unwrap();
+        (client, at, before)
     }
 
     /// A rename the server answers with "you sent an invalid request" (it reads names otherwise
@@ -1059,18 +1073,8 @@ mod tests {
     /// asking go out at once.
     #[test]
     fn a_rename_answered_as_an_invalid_request_is_refused_and_frees_the_events_after_it() {
-        let (mut client, at) = seated();
+        let (mut client, at, before) = renamed_then_chatted();
         let told = |c: &ServerClient| c.session().unwrap().unacknowledged();
-        let before = told(&client);
-        client
-            .update_name(PlayerName::new(b"iceman").unwrap())
-            .unwrap();
-        stream_commands(&mut client);
-        client
-            .session_mut()
-            .unwrap()
-            .queue_event(chat("after the rename"))
-            .unwrap();
         assert_eq!(told(&client), before, "the chat waits for the answer");
         client.handle_stream(at, StreamEvent::Line("you sent an invalid request".into()));
         assert_eq!(
@@ -1090,18 +1094,8 @@ mod tests {
     /// tells the others the name.
     #[test]
     fn events_after_a_rename_the_server_never_answers_go_out_after_five_seconds() {
-        let (mut client, at) = seated();
+        let (mut client, at, before) = renamed_then_chatted();
         let told = |c: &ServerClient| c.session().unwrap().unacknowledged();
-        let before = told(&client);
-        client
-            .update_name(PlayerName::new(b"iceman").unwrap())
-            .unwrap();
-        stream_commands(&mut client);
-        client
-            .session_mut()
-            .unwrap()
-            .queue_event(chat("after the rename"))
-            .unwrap();
         let mut now = at;
         while now < at + Duration::from_millis(4900) {
             now += Duration::from_millis(50);
