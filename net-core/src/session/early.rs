@@ -148,10 +148,11 @@ impl EarlyEvents {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn text(n: u8) -> RemoteEvent {
+    /// A reliable custom event numbered `n` (type and one data byte).
+    pub(crate) fn text(n: u8) -> RemoteEvent {
         RemoteEvent::Custom {
             custom_type: u16::from(n),
             data: crate::rmev::CustomData::new(&[n]).expect("small"),

@@ -214,13 +214,7 @@ mod tests {
         PlayerName::new(text.as_bytes()).unwrap()
     }
 
-    fn text(n: u8) -> RemoteEvent {
-        RemoteEvent::Custom {
-            custom_type: u16::from(n),
-            data: crate::rmev::CustomData::new(&[n]).expect("small"),
-            reliable: true,
-        }
-    }
+    use crate::session::early::tests::text;
 
     /// The known issue: through a slotserver a player's RE_PLAYERNAME and the text it said
     /// after renaming came over UDP before the server's `name ip:` line (TCP), and the game
