@@ -273,9 +273,9 @@ impl GameInterface {
     pub fn demo_status(&self) -> String {
         if let Some(recorder) = &self.recorder {
             return format!(
-                "recording to {} ({} items, {:.1} s)",
+                "recording to {} ({}, {:.1} s)",
                 recorder.path().display(),
-                recorder.items(),
+                counted(recorder.items(), "item"),
                 recorder.elapsed().as_secs_f64()
             );
         }
@@ -284,9 +284,9 @@ impl GameInterface {
                 .path()
                 .map_or_else(|| "a demo".to_string(), |p| p.display().to_string());
             return format!(
-                "playing {file} ({} of {} items)",
+                "playing {file} ({} of {})",
                 player.items_played(),
-                player.items_total()
+                counted(player.items_total() as u64, "item")
             );
         }
         if self.playback_view {
@@ -421,9 +421,9 @@ impl GameInterface {
         }
         let player = DemoPlayer::open(path, now)?;
         let mut line = format!(
-            "playing {} ({} items, {:.1} s)",
+            "playing {} ({}, {:.1} s)",
             path.display(),
-            player.items_total(),
+            counted(player.items_total() as u64, "item"),
             player.duration().as_secs_f64()
         );
         if let Some(broken) = player.broken() {
@@ -446,9 +446,9 @@ impl GameInterface {
         if let Some(recorder) = self.recorder.take() {
             let summary: DemoSummary = recorder.finish_at(now)?;
             return Ok(format!(
-                "recorded {} items ({} bytes, {:.1} s) to {}",
-                summary.items,
-                summary.bytes,
+                "recorded {} ({}, {:.1} s) to {}",
+                counted(summary.items, "item"),
+                counted(summary.bytes, "byte"),
                 summary.duration.as_secs_f64(),
                 summary.path.display()
             ));
@@ -464,9 +464,9 @@ impl GameInterface {
             self.take_all_fed();
             self.live_events_resume();
             return Ok(format!(
-                "stopped playback after {} of {} items",
+                "stopped playback after {} of {}",
                 player.items_played(),
-                player.items_total()
+                counted(player.items_total() as u64, "item")
             ));
         }
         Err(NetError::new(
@@ -573,4 +573,13 @@ fn is_event(item: &DemoItem) -> bool {
 
 fn own_player(slot: u8, name: PlayerName) -> DemoItem {
     DemoItem::OwnPlayer(Some(OwnPlayer { slot, name }))
+}
+
+/// `N NOUNs`, or `1 NOUN`: "recorded 1 item", "recorded 2 items" (`stop`, `play`, `status`).
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }

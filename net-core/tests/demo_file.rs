@@ -1765,3 +1765,38 @@ fn an_own_state_differing_only_in_the_sign_of_a_zero_is_recorded() {
         "alice's own states as recorded"
     );
 }
+
+/// The console's counts read as English for one and for several: a demo of one item said
+/// "recorded 1 items" (and `play`, `status` "1 items").
+#[test]
+fn the_console_counts_one_item_and_several_items() {
+    let file = TempPath::new("counts");
+    let path = file.0.display().to_string();
+    let mut sub = Subsystem::new();
+    // Recorded at once, the demo holds only the game's own player (no name, no state yet).
+    console(&mut sub, &format!("record {path}"));
+    let status = console(&mut sub, "status");
+    assert!(status.contains(" (1 item, "), "{status}");
+    let reply = console(&mut sub, "stop");
+    assert!(reply.starts_with("recorded 1 item ("), "{reply}");
+    assert!(reply.contains(" bytes, "), "{reply}");
+    let reply = console(&mut sub, &format!("play {path}"));
+    assert!(
+        reply.starts_with(&format!("playing {path} (1 item, ")),
+        "{reply}"
+    );
+    console(&mut sub, "stop");
+
+    // A demo of several items, counted in the plural.
+    let items = all_items();
+    let (bytes, _) = encode_demo(&items, &times(items.len()));
+    std::fs::write(&file.0, bytes).expect("demo written");
+    let reply = console(&mut sub, &format!("play {path}"));
+    let wanted = format!("playing {path} ({} items, ", items.len());
+    assert!(reply.starts_with(&wanted), "{reply}");
+    let reply = console(&mut sub, "stop");
+    assert!(
+        reply.ends_with(&format!(" of {} items", items.len())),
+        "{reply}"
+    );
+}
