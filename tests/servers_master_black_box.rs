@@ -237,3 +237,32 @@ fn stopped_and_killed_servers_leave_the_list_and_a_full_list_takes_the_next() {
     wait_for(&master, "Two", None);
     assert_eq!(entries(&master).len(), 1, "{:?}", entries(&master));
 }
+
+/// `--master localhost:P --master 127.0.0.1:P` name one masterserver: the server is listed
+/// there once, not twice (the names differ, the address they resolve to does not).
+#[test]
+fn two_names_of_one_masterserver_list_the_server_once() {
+    let master = start("masterserver", &[]);
+    let port = master.tcp.port();
+    let slot = start(
+        "slotserver",
+        &[
+            "--name",
+            "Twin Names",
+            "--master",
+            &format!("localhost:{port}"),
+            "--master",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_for(&master, "Twin Names", count(0, 16));
+    // A player's arrival reaches the list through the registration that was made; both
+    // names were resolved and tried long before it does.
+    let _alice = player("slotserver", "alice", &slot.tcp.to_string(), 0);
+    wait_for(&master, "Twin Names", count(1, 16));
+    let listed: Vec<String> = entries(&master)
+        .into_iter()
+        .filter(|e| e.contains("{\"name\": \"Twin Names\", "))
+        .collect();
+    assert_eq!(listed.len(), 1, "listed more than once: {listed:#?}");
+}

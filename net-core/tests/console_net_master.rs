@@ -50,6 +50,17 @@ fn a_comma_separated_list_asks_up_to_three() {
     assert_eq!(result, Ok(()), "{out}");
     assert_eq!(masters(&sub), ["c:1", "d:2"]);
     assert_eq!(exec(&mut sub, "net.master").0, "net.master = c:1,d:2");
+    // One host in another letter case, with its final dot, or an address written otherwise,
+    // is the same masterserver: the first spelling is kept.
+    let (out, result) = exec(
+        &mut sub,
+        "net.master Master.Example:1,master.example.:1,[::1]:2,[0:0::1]:2,MASTER.EXAMPLE:3",
+    );
+    assert_eq!(result, Ok(()), "{out}");
+    assert_eq!(
+        masters(&sub),
+        ["Master.Example:1", "[::1]:2", "MASTER.EXAMPLE:3"]
+    );
     let (out, result) = exec(&mut sub, "net.master e:1,f:1,g:1");
     assert_eq!(result, Ok(()), "{out}");
     assert_eq!(masters(&sub), ["e:1", "f:1", "g:1"]);

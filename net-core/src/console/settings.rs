@@ -162,7 +162,7 @@ fn master_list(args: &str) -> NetResult<Vec<String>> {
     for part in args.split(',') {
         // Spaces after a comma are allowed; a space inside an entry starts an extra argument.
         let master = host_port(one_arg(part.trim())?)?;
-        let key = split_host_port(&master, crate::master::MASTER_PORT)?;
+        let key = same_master_key(split_host_port(&master, crate::master::MASTER_PORT)?);
         if !seen.contains(&key) {
             seen.push(key);
             masters.push(master);
@@ -178,6 +178,19 @@ fn master_list(args: &str) -> NetResult<Vec<String>> {
         ));
     }
     Ok(masters)
+}
+
+/// What tells two `net.master` entries apart without a name lookup (the console must not block
+/// on one): a host name in any letter case and with or without its final dot is one host, and
+/// an IP address is compared as an address (`[::1]` and `[0:0::1]`). Names that only resolve to
+/// the same address (`localhost` and `127.0.0.1`) stay two entries here; asking both costs a
+/// second connection, and the merged list shows each server once (docs/decisions.md).
+fn same_master_key((host, port): (String, u16)) -> (String, u16) {
+    let host = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => host.trim_end_matches('.').to_ascii_lowercase(),
+    };
+    (host, port)
 }
 
 pub fn net_sendfreq(

@@ -110,6 +110,8 @@ struct Link {
     token: Token,
     resolve: Option<PendingResolve>,
     conn: Option<OutgoingLine>,
+    /// The address `conn` goes to (kept while it is open).
+    addr: Option<SocketAddr>,
 }
 
 /// Counted for the run summary.
@@ -166,6 +168,7 @@ impl MasterLinks {
                 token: Token(first_token + i),
                 resolve: None,
                 conn: None,
+                addr: None,
             });
         }
         Ok(MasterLinks {
@@ -281,14 +284,35 @@ impl MasterLinks {
             if let Some(answer) = link.resolve.as_mut().and_then(PendingResolve::poll) {
                 progressed = true;
                 link.resolve = None;
-                match answer.and_then(|addr: SocketAddr| {
+                // Two names of one masterserver (`localhost:6502` and `127.0.0.1:6502`) would
+                // list the server twice there: a link whose address another link is already
+                // connected to stays out while that one lasts (docs/decisions.md).
+                let twin = answer.as_ref().ok().and_then(|addr| {
+                    self.links.iter().enumerate().find_map(|(j, other)| {
+                        (j != i && other.conn.is_some() && other.addr == Some(*addr))
+                            .then(|| other.registration.config().master.clone())
+                    })
+                });
+                let link = &mut self.links[i];
+                let connected = answer.and_then(|addr: SocketAddr| {
+                    if let Some(twin) = twin {
+                        return Err(format!(
+                            "the same masterserver as {twin} (both {addr}), where this server is registered already"
+                        ));
+                    }
                     OutgoingLine::connect(registry, link.token, addr)
+                        .map(|conn| (conn, addr))
                         .map_err(|e| format!("cannot connect to {addr}: {e}"))
-                }) {
-                    Ok(conn) => link.conn = Some(conn),
+                });
+                match connected {
+                    Ok((conn, addr)) => {
+                        link.conn = Some(conn);
+                        link.addr = Some(addr);
+                    }
                     Err(why) => link.registration.handle_closed(now, &why),
                 }
             }
+            let link = &mut self.links[i];
             if let Some(conn) = link.conn.as_mut() {
                 let mut events = Vec::new();
                 if !conn.drive(&mut events) {
