@@ -576,7 +576,7 @@ fn own_player(slot: u8, name: PlayerName) -> DemoItem {
 }
 
 /// `N NOUNs`, or `1 NOUN`: "recorded 1 item", "recorded 2 items" (`stop`, `play`, `status`).
-fn counted(n: u64, noun: &str) -> String {
+pub(crate) fn counted(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {

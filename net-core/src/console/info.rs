@@ -94,9 +94,9 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         // Recent rates (about the last few seconds of this game), not averages since start.
         let (sent_rate, accepted_rate) = session.recent_rates(now);
         format!(
-            "game: slot {}, {} other players, {}, RTT {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
+            "game: slot {}, {}, {}, RTT {}, loss {:.1}%, packets sent {} ({:.1}/s) accepted {} ({:.1}/s) rejected {}, events sent {} received {}, unacknowledged {}",
             session.my_slot(),
-            session.players().len(),
+            crate::game::counted(session.players().len() as u64, "other player"),
             if session.is_joined() { "joined" } else { "not joined" },
             millis(rtt),
             loss * 100.0,

@@ -501,10 +501,10 @@ impl ClientProtocol for ServerClient {
             Phase::Joined => {
                 let session = self.session.as_ref().expect("session when joined");
                 format!(
-                    "on '{}' ({server}), slot {}, {} other players, {}",
+                    "on '{}' ({server}), slot {}, {}, {}",
                     self.server_name,
                     session.my_slot(),
-                    session.players().len(),
+                    crate::game::counted(session.players().len() as u64, "other player"),
                     if session.is_joined() {
                         "joined"
                     } else {
