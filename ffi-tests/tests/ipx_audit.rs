@@ -1,0 +1,358 @@
+//! A black-box audit of the IPX backend from SPEC sections 4, 5, 6 (IPX is peer to peer only)
+//! and 7 (IPX emulation), as a player and a game see it, in network namespaces (needs root,
+//! else SKIPPED). What `ipx_netns`, `ipx_console_capture` and `event_bursts` already check is
+//! not repeated.
+//!
+//! - `three_games_burst_over_ipx_and_every_frame_is_ipx_within_546_bytes`: three `c/burst_game.c`
+//!   games (`net.ipx.interface eth0`, `net.api ipx`) find each other by broadcast and each
+//!   queues 150 reliable 256-byte custom events in one frame while tshark captures the bridge:
+//!   every event arrives once, in order, byte for byte; on the wire every frame decodes as IPX
+//!   (EtherType 0x8137, checksum 0xFFFF, IPX length = frame - 14 unless padded to 60, at most
+//!   30 + 546, packet type 4, transport control 0, networks 0, sockets 0x197E, source node = the
+//!   sender's `eth0` MAC, destination another game's MAC or ff:ff:ff:ff:ff:ff), and there are
+//!   broadcasts and at least one frame per event each way (needs tshark too).
+//! - `bad_ipx_options_and_protocol_refusals_through_the_console`: `c/ipx_options.c options`: an
+//!   interface that does not exist, one that is down, `lo`, a 16-character name, garbage socket
+//!   numbers (`net.port`), `net.subsys slotserver`/`gameserver` over IPX and `net.api ipx` on a
+//!   slotserver/gameserver: each refused with one line naming the problem, the state unchanged
+//!   (`status`), no packet socket or descriptor left behind; `status` on IPX shows the node
+//!   `00000000:<eth0 MAC>:197E`.
+//! - `net_api_ipx_without_cap_net_raw_says_so`: `c/ipx_options.c nocap` under `setpriv` (or
+//!   `capsh`) without CAP_NET_RAW: `net.api ipx` refused with a line naming CAP_NET_RAW, UDP
+//!   kept, nothing left open (SKIPPED without either tool).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use parsec_net_ffi_tests::backends::built_backend_dir;
+use parsec_net_ffi_tests::netns::{skip_without, Lan};
+use parsec_net_ffi_tests::process::{run, Output};
+use parsec_net_ffi_tests::Build;
+
+const NAMES: [&str; 3] = ["ann", "ben", "cat"];
+/// Reliable 256-byte events each game queues in one frame.
+const BURST: usize = 150;
+const GAME_TIMEOUT: Duration = Duration::from_secs(50);
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+const CAPTURE_START_TIMEOUT: Duration = Duration::from_secs(20);
+/// IPX header plus the largest payload SPEC 7 allows.
+const MAX_IPX_LEN: u64 = 30 + 546;
+
+fn skip() -> bool {
+    skip_without("root for network namespaces")
+}
+
+fn tool_works(name: &str, arg: &str) -> bool {
+    Command::new(name)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn mac_of_eth0(ns: &str) -> String {
+    let out = Command::new("ip")
+        .args(["-n", ns, "-br", "link", "show", "eth0"])
+        .output()
+        .expect("ip runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("no MAC in {text:?}"))
+        .to_lowercase()
+}
+
+/// tshark capturing IPX frames on the LAN's bridge into `file`; killed on drop.
+struct Capture {
+    child: std::process::Child,
+}
+
+impl Capture {
+    fn start(lan: &Lan, file: &Path) -> Capture {
+        let _ = std::fs::remove_file(file);
+        let child = Command::new("ip")
+            .args(["netns", "exec", lan.bridge_namespace(), "tshark", "-i", "br0"])
+            .args(["-B", "16", "-f", "ether proto 0x8137", "-F", "pcap", "-w"])
+            .arg(file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tshark starts");
+        let capture = Capture { child };
+        let deadline = Instant::now() + CAPTURE_START_TIMEOUT;
+        while std::fs::metadata(file).map_or(true, |m| m.len() == 0) {
+            assert!(
+                Instant::now() < deadline,
+                "tshark did not start capturing on the bridge"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        capture
+    }
+
+    /// SIGINT: tshark writes what it has and exits.
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn number(field: &str, line: &str) -> u64 {
+    let field = field.trim();
+    match field.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => field.parse(),
+    }
+    .unwrap_or_else(|_| panic!("not a number: {field:?} in {line}"))
+}
+
+fn check_games(outputs: &[Output]) {
+    let all: String = outputs.iter().map(Output::transcript).collect();
+    for out in outputs {
+        let text = &out.stdout;
+        let fail = |why: &str| panic!("{why}\n{}\n=== all games ===\n{all}", out.transcript());
+        if !out.status.success() {
+            fail("the game failed");
+        }
+        if !text
+            .lines()
+            .any(|l| l.starts_with("RESULT complete=yes"))
+        {
+            fail("the game did not get everything from the two others");
+        }
+        let queued = format!("ok={BURST} too_large_rc=-8 text_rc=0");
+        if !text
+            .lines()
+            .any(|l| l.starts_with("QUEUED") && l.ends_with(&queued))
+        {
+            fail(&format!("QUEUED should end with {queued}"));
+        }
+        let complete = format!("events={BURST} text=yes bad=0");
+        let got: Vec<&str> = text.lines().filter(|l| l.starts_with("GOT ")).collect();
+        if got.len() != 2 || !got.iter().all(|l| l.ends_with(&complete)) {
+            fail(&format!("two GOT lines ending with {complete}"));
+        }
+        if text.lines().any(|l| l.starts_with("BAD ")) {
+            fail("an event arrived damaged, twice or out of order");
+        }
+    }
+}
+
+#[test]
+fn three_games_burst_over_ipx_and_every_frame_is_ipx_within_546_bytes() {
+    if skip() {
+        return;
+    }
+    if !tool_works("tshark", "--version") {
+        println!("SKIPPED: tshark is not installed");
+        return;
+    }
+    let lan = Lan::create(NAMES.len());
+    let macs: Vec<String> = (0..NAMES.len())
+        .map(|i| mac_of_eth0(lan.namespace(i)))
+        .collect();
+    let file = std::env::temp_dir().join(format!("ipx-audit-{}.pcap", std::process::id()));
+    let capture = Capture::start(&lan, &file);
+
+    let program = Build::c("c/burst_game.c").build();
+    let backends = built_backend_dir("ipx");
+    let handles: Vec<_> = NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = lan.command(i, &program);
+            command.env("PARSEC_NET_BACKEND_PATH", &backends);
+            command.args(["--name", name, "--expect", "2", "--burst"]);
+            command.arg(BURST.to_string());
+            command.args(["--duration", "30000"]);
+            for line in [
+                "net.ipx.interface eth0",
+                "net.api ipx",
+                "net.peer.connect_interval 100",
+                "net.peer.slot_interval 150",
+                "net.peer.reply_wait 50",
+            ] {
+                command.args(["--exec", line]);
+            }
+            std::thread::spawn(move || run(command, GAME_TIMEOUT))
+        })
+        .collect();
+    let outputs: Vec<Output> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    capture.stop();
+    check_games(&outputs);
+
+    let fields = [
+        "frame.len",
+        "eth.type",
+        "eth.src",
+        "ipx.checksum",
+        "ipx.len",
+        "ipx.hops",
+        "ipx.packet_type",
+        "ipx.dst.net",
+        "ipx.dst.node",
+        "ipx.dst.socket",
+        "ipx.src.net",
+        "ipx.src.node",
+        "ipx.src.socket",
+    ];
+    let mut command = Command::new("tshark");
+    command.arg("-r").arg(&file);
+    command.args(["-T", "fields", "-E", "separator=|", "-E", "occurrence=f"]);
+    for f in fields {
+        command.args(["-e", f]);
+    }
+    let decoded = run(command, CHECK_TIMEOUT);
+    let _ = std::fs::remove_file(&file);
+    assert!(decoded.status.success(), "{}", decoded.transcript());
+    let text = decoded.stdout;
+    let mut broadcasts = 0;
+    // Frames from game i to game j carrying at least a 256-byte event.
+    let mut large = vec![vec![0usize; NAMES.len()]; NAMES.len()];
+    let mut frames = 0;
+    for line in text.lines() {
+        frames += 1;
+        let f: Vec<&str> = line.split('|').collect();
+        assert_eq!(f.len(), fields.len(), "{line}");
+        let n = |i: usize| number(f[i], line);
+        let frame_len = n(0);
+        let ipx_len = n(4);
+        assert_eq!(n(1), 0x8137, "EtherType: {line}");
+        assert_eq!(n(3), 0xffff, "checksum: {line}");
+        assert!(ipx_len > 30, "an IPX header and a payload: {line}");
+        assert!(
+            ipx_len <= MAX_IPX_LEN,
+            "more than 546 bytes of payload on the wire: {line}"
+        );
+        assert_eq!(
+            frame_len,
+            (ipx_len + 14).max(60),
+            "IPX length against the frame: {line}"
+        );
+        assert_eq!(n(5), 0, "transport control: {line}");
+        assert_eq!(n(6), 4, "packet type: {line}");
+        assert_eq!(n(7), 0, "destination network: {line}");
+        assert_eq!(n(9), 0x197e, "destination socket: {line}");
+        assert_eq!(n(10), 0, "source network: {line}");
+        assert_eq!(n(12), 0x197e, "source socket: {line}");
+        let src = f[11].to_lowercase();
+        assert_eq!(src, f[2].to_lowercase(), "IPX source node = Ethernet source: {line}");
+        let from = macs
+            .iter()
+            .position(|m| *m == src)
+            .unwrap_or_else(|| panic!("source node of no game {macs:?}: {line}"));
+        let dst = f[8].to_lowercase();
+        if dst == "ff:ff:ff:ff:ff:ff" {
+            broadcasts += 1;
+            continue;
+        }
+        let to = macs
+            .iter()
+            .position(|m| *m == dst)
+            .unwrap_or_else(|| panic!("destination node of no game {macs:?}: {line}"));
+        assert_ne!(from, to, "a frame to itself: {line}");
+        if ipx_len >= 30 + 256 {
+            large[from][to] += 1;
+        }
+    }
+    assert!(broadcasts > 0, "no broadcast startup ({frames} frames)");
+    for (from, row) in large.iter().enumerate() {
+        for (to, &count) in row.iter().enumerate() {
+            if from != to {
+                assert!(
+                    count >= BURST,
+                    "{} -> {}: {count} frames of 256+ bytes, want at least {BURST} \
+                     (one per event): {large:?}",
+                    NAMES[from],
+                    NAMES[to]
+                );
+            }
+        }
+    }
+}
+
+/// `ip -n NS link add NAME type veth peer name NAME-p`, left down.
+fn add_down_interface(ns: &str, name: &str) {
+    let out = Command::new("ip")
+        .args(["-n", ns, "link", "add", name, "type", "veth", "peer", "name"])
+        .arg(format!("{name}p"))
+        .output()
+        .expect("ip runs");
+    assert!(
+        out.status.success(),
+        "adding {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn check_program(out: &Output) {
+    assert!(
+        out.status.success() && out.stdout.contains(" 0 failed"),
+        "{}",
+        out.transcript()
+    );
+}
+
+#[test]
+fn bad_ipx_options_and_protocol_refusals_through_the_console() {
+    if skip() {
+        return;
+    }
+    let lan = Lan::create(1);
+    add_down_interface(lan.namespace(0), "dn0");
+    let program = Build::c("c/ipx_options.c").build();
+    let mut command = lan.command(0, &program);
+    command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
+    command.args(["options", "dn0"]);
+    check_program(&run(command, CHECK_TIMEOUT));
+}
+
+#[test]
+fn net_api_ipx_without_cap_net_raw_says_so() {
+    if skip() {
+        return;
+    }
+    let program = Build::c("c/ipx_options.c").build();
+    let lan = Lan::create(1);
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", lan.namespace(0)]);
+    if tool_works("setpriv", "--version") {
+        command.args([
+            "setpriv",
+            "--inh-caps=-net_raw",
+            "--bounding-set=-net_raw",
+            "--",
+        ]);
+        command.arg(&program);
+        command.arg("nocap");
+    } else if tool_works("capsh", "--print") {
+        command.args(["capsh", "--drop=cap_net_raw", "--"]);
+        command.arg("-c");
+        command.arg(format!("exec '{}' nocap", program.display()));
+    } else {
+        println!("SKIPPED: neither setpriv nor capsh is installed to drop CAP_NET_RAW");
+        return;
+    }
+    command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
+    check_program(&run(command, CHECK_TIMEOUT));
+}
