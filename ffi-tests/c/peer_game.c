@@ -13,7 +13,7 @@
  *   peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]
  *             [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]
  *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS] [--lookups]
- *             [--connect-tries N]
+ *             [--connect-tries N] [--series-size B] [--series-batch K]
  *   peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]
  *
  *   --exec LINE     a console line run after NET_Init, before connecting (repeatable), e.g.
@@ -60,6 +60,9 @@
  *                   custom event type 600 with the series number n (0, 1, ...; 4 bytes
  *                   little-endian) followed by this game's name; a number that the library
  *                   refuses (rc < 0, e.g. while not connected) is tried again next time
+ *   --series-size B with --series-ms: pad each series event with zero bytes to B bytes (at
+ *                   most 256; the receiver's name ends at the first zero byte)
+ *   --series-batch K with --series-ms: queue K numbers each time the series is due (default 1)
  *   --lookups       after every EVENT line, a LOOKUP line: what the lookups answer while the
  *                   game handles that event
  *
@@ -160,6 +163,8 @@ struct options {
     int hostile_callback;
     int control;      /* --control: lines from stdin */
     long series_ms;   /* --series-ms */
+    long series_size; /* --series-size: pad series events to this many bytes */
+    long series_batch; /* --series-batch: numbers queued each time the series is due */
     int lookups;      /* --lookups: a LOOKUP line after every EVENT line */
     double near;      /* --near D; < 0 when not given */
     long connect_tries; /* --connect-tries N */
@@ -934,25 +939,42 @@ static void read_control(struct game *g)
 /* While the series is on and the next number is due: queue it (reliable custom event
  * SERIES_TYPE: the number, 4 bytes little-endian, then the name) and report the attempt with
  * the players seated at that moment. A refused number is tried again when the next is due. */
+static void send_one_series(struct game *g);
+
 static void send_series(struct game *g)
 {
-    uint8_t data[4 + MARKER_NAME_MAX];
-    char to[MAX_SLOTS * (MARKER_NAME_MAX + 10) + 1];
-    size_t name_len = strlen(g->opt.name), to_len = 0;
-    uint32_t n = g->series_next;
+    long k;
     long long now = now_ms();
-    int32_t rc, s;
 
     if (!g->series_on || g->opt.series_ms <= 0 || now < g->series_due) {
         return;
     }
     g->series_due = now + g->opt.series_ms;
+    for (k = 0; k < (g->opt.series_batch > 0 ? g->opt.series_batch : 1); k++) {
+        send_one_series(g);
+    }
+}
+
+static void send_one_series(struct game *g)
+{
+    uint8_t data[256];
+    char to[MAX_SLOTS * (MARKER_NAME_MAX + 10) + 1];
+    size_t name_len = strlen(g->opt.name), to_len = 0;
+    size_t len;
+    uint32_t n = g->series_next;
+    int32_t rc, s;
+
     data[0] = (uint8_t)(n & 0xff);
     data[1] = (uint8_t)((n >> 8) & 0xff);
     data[2] = (uint8_t)((n >> 16) & 0xff);
     data[3] = (uint8_t)((n >> 24) & 0xff);
     memcpy(data + 4, g->opt.name, name_len);
-    rc = NET_RmEvCustom(SERIES_TYPE, data, 4 + name_len, NET_SEND_RELIABLE);
+    len = 4 + name_len;
+    if (g->opt.series_size > 0 && (size_t)g->opt.series_size > len) {
+        memset(data + len, 0, (size_t)g->opt.series_size - len);
+        len = (size_t)g->opt.series_size;
+    }
+    rc = NET_RmEvCustom(SERIES_TYPE, data, len, NET_SEND_RELIABLE);
     to[0] = '\0';
     for (s = 0; s < MAX_SLOTS; s++) {
         const char *name;
@@ -1135,7 +1157,8 @@ static int usage(const char *why)
             "usage: peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]\n"
             "                 [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]\n"
             "                 [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]\n"
-            "                 [--lookups]\n"
+            "                 [--lookups] [--connect-tries N] [--series-size B]\n"
+            "                 [--series-batch K]\n"
             "       peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]\n",
             why);
     return 2;
@@ -1265,6 +1288,14 @@ int main(int argc, char **argv)
         } else if (strcmp(arg, "--series-ms") == 0) {
             if (!parse_number(value, &opt->series_ms) || opt->series_ms == 0) {
                 return usage("--series-ms takes milliseconds (at least 1)");
+            }
+        } else if (strcmp(arg, "--series-size") == 0) {
+            if (!parse_number(value, &opt->series_size) || opt->series_size > 256) {
+                return usage("--series-size takes a size in bytes (at most 256)");
+            }
+        } else if (strcmp(arg, "--series-batch") == 0) {
+            if (!parse_number(value, &opt->series_batch) || opt->series_batch == 0) {
+                return usage("--series-batch takes a count (at least 1)");
             }
         } else {
             return usage("unknown option");

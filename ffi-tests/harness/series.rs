@@ -78,7 +78,9 @@ pub fn received(stdout: &str) -> HashMap<String, Vec<u32>> {
             continue;
         }
         let n = u32::from_le_bytes([event.data[0], event.data[1], event.data[2], event.data[3]]);
-        let sender = String::from_utf8_lossy(&event.data[4..]).into_owned();
+        // `--series-size` pads the name with zero bytes.
+        let name = event.data[4..].split(|&b| b == 0).next().unwrap_or(&[]);
+        let sender = String::from_utf8_lossy(name).into_owned();
         out.entry(sender).or_default().push(n);
     }
     out

@@ -26,8 +26,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use parsec_net_ffi_tests::backends::built_backend_dir;
+use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::netns::{skip_without, Lan};
+use parsec_net_ffi_tests::peer::{check_ran_well, game_args, GameRun};
 use parsec_net_ffi_tests::process::{run, Output};
+use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain};
 use parsec_net_ffi_tests::Build;
 
 const NAMES: [&str; 3] = ["ann", "ben", "cat"];
@@ -355,4 +358,341 @@ fn net_api_ipx_without_cap_net_raw_says_so() {
     }
     command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
     check_program(&run(command, CHECK_TIMEOUT));
+}
+
+/// Faster peer-to-peer timings than the defaults (the LAN answers in well under a millisecond).
+const FAST_PEER: [&str; 3] = [
+    "net.peer.connect_interval 100",
+    "net.peer.slot_interval 150",
+    "net.peer.reply_wait 50",
+];
+/// How long the live games may take to meet.
+const MEET_MS: u64 = 15_000;
+const LIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Three `peer_game --control` games on `lan` with `setup`, sending a reliable series; game
+/// `i` runs under `wrap[i]` (a command and its arguments put before the program) when given.
+fn live_games(lan: &Lan, setup: &[String], wrap: &[Option<Vec<String>>]) -> Vec<LiveGame> {
+    let program = Build::c("c/peer_game.c").build();
+    let backends = built_backend_dir("ipx");
+    let games: Vec<LiveGame> = NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = Command::new("ip");
+            command.args(["netns", "exec", lan.namespace(i)]);
+            if let Some(Some(prefix)) = wrap.get(i) {
+                command.args(prefix);
+            }
+            command.arg(&program);
+            command.env("PARSEC_NET_BACKEND_PATH", &backends);
+            command.args(game_args(name, setup, None, 2, MEET_MS, 0));
+            command.args(["--control", "--series-ms", "20"]);
+            LiveGame::spawn(name, command, false)
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(Duration::from_millis(MEET_MS)) {
+            game.fail("did not meet the others");
+        }
+    }
+    games
+}
+
+/// `line` typed in `game` must be refused with `needle` in its reply.
+fn refused(game: &mut LiveGame, line: &str, needle: &str) {
+    let (rc, reply) = game.exec(line);
+    if rc >= 0 || !reply.contains(needle) || reply.contains('\n') {
+        game.fail(&format!(
+            "{line:?} should be refused with one line saying {needle:?}: rc {rc}, {reply:?}"
+        ));
+    }
+}
+
+/// The `game:` line of `status` up to the RTT (slot, players, joined).
+fn seat(game: &mut LiveGame) -> (String, String) {
+    let (_, status) = game.exec("status");
+    let game_line = status
+        .lines()
+        .find(|l| l.starts_with("game: "))
+        .and_then(|l| l.split(", RTT").next())
+        .unwrap_or("")
+        .to_string();
+    (game_line, local_node(&status))
+}
+
+fn local_node(status: &str) -> String {
+    status
+        .split("local node ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Stop the series, end the games and check: no game left or lost anyone after stdout line
+/// `marks[i]`, and every series number reached every other game once and in order.
+fn check_nothing_disturbed(mut games: Vec<LiveGame>, marks: &[usize]) {
+    stop_and_drain(&mut games, LIVE_TIMEOUT, Duration::from_secs(5));
+    let after: Vec<Vec<String>> = games
+        .iter()
+        .zip(marks)
+        .map(|(g, &m)| g.process.lines_from(m))
+        .collect();
+    let runs: Vec<GameRun> = games.into_iter().map(|g| g.quit(LIVE_TIMEOUT)).collect();
+    for (run, lines) in runs.iter().zip(&after) {
+        check_ran_well(run);
+        if let Some(l) = lines.iter().find(|l| {
+            l.starts_with("EVENT type=DISCONNECTED ")
+                || l.starts_with("EVENT type=PLAYER_DISCONNECTED ")
+                || l.starts_with("EVENT type=CONNECTED ")
+        }) {
+            run.fail(&format!("a refused command disturbed the game: {l}"));
+        }
+        let series = sent(&run.output.stdout);
+        if !series.refused.is_empty() || series.gap.is_some() {
+            run.fail(&format!(
+                "series refused {:?}, gap {:?}",
+                series.refused, series.gap
+            ));
+        }
+    }
+    for d in deliveries(&runs) {
+        assert!(
+            d.lost_while_seated.is_empty()
+                && d.lost_while_absent.is_empty()
+                && d.duplicates.is_empty()
+                && d.out_of_order.is_empty()
+                && d.never_sent.is_empty()
+                && d.received == d.queued,
+            "{}",
+            d.describe()
+        );
+    }
+}
+
+#[test]
+fn refused_ipx_commands_in_a_live_ipx_game_change_nothing() {
+    if skip() {
+        return;
+    }
+    let lan = Lan::create(NAMES.len());
+    let mut setup = vec!["net.ipx.interface eth0".to_string(), "net.api ipx".into()];
+    setup.extend(FAST_PEER.iter().map(|s| s.to_string()));
+    let mut games = live_games(&lan, &setup, &[]);
+    for game in games.iter_mut() {
+        game.send("@series on");
+    }
+    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    refused(&mut games[0], "net.subsys slotserver", "peer-to-peer");
+    refused(&mut games[0], "net.subsys gameserver", "peer-to-peer");
+    let _ = games[1].exec("net.ipx.interface nosuch0");
+    refused(&mut games[1], "net.api ipx", "keeping ipx");
+    let _ = games[1].exec("net.ipx.interface lo");
+    refused(&mut games[1], "net.api ipx", "not an Ethernet interface");
+    refused(&mut games[2], "net.port abc", "not a port number");
+    refused(&mut games[2], "net.port 65536", "not a port number");
+    refused(&mut games[2], "connect 0:020000000001:ZZZZ", "connect: ");
+    std::thread::sleep(Duration::from_millis(500));
+    for (i, game) in games.iter_mut().enumerate() {
+        let now = seat(game);
+        if now != before[i] {
+            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
+        }
+        let mac = mac_of_eth0(lan.namespace(i)).replace(':', "").to_uppercase();
+        if now.1 != format!("00000000:{mac}:197E") {
+            game.fail(&format!("local node {} is not 00000000:{mac}:197E", now.1));
+        }
+        let (_, status) = game.exec("status");
+        if !status.contains("protocol: peer (in game") || !status.contains("backend: ipx ") {
+            game.fail(&format!("not in the game over IPX any more: {status}"));
+        }
+    }
+    check_nothing_disturbed(games, &marks);
+}
+
+#[test]
+fn a_refused_net_api_ipx_in_a_live_udp_game_keeps_the_player_in_it() {
+    if skip() {
+        return;
+    }
+    let lan = Lan::create(NAMES.len());
+    let mut setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
+    setup.extend(FAST_PEER.iter().map(|s| s.to_string()));
+    // The third game has no CAP_NET_RAW, when a tool can take it away.
+    let nocap = if tool_works("setpriv", "--version") {
+        Some(
+            ["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", "--"]
+                .map(String::from)
+                .to_vec(),
+        )
+    } else {
+        println!("NOTE: setpriv is not installed: the case without CAP_NET_RAW is skipped");
+        None
+    };
+    let mut games = live_games(&lan, &setup, &[None, None, nocap.clone()]);
+    for game in games.iter_mut() {
+        game.send("@series on");
+    }
+    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let _ = games[0].exec("net.ipx.interface nosuch0");
+    refused(&mut games[0], "net.api ipx", "keeping udp");
+    let _ = games[1].exec("net.ipx.interface lo");
+    refused(&mut games[1], "net.api ipx", "keeping udp");
+    if nocap.is_some() {
+        refused(&mut games[2], "net.api ipx", "CAP_NET_RAW");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for (i, game) in games.iter_mut().enumerate() {
+        let now = seat(game);
+        if now != before[i] {
+            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
+        }
+        let (_, status) = game.exec("status");
+        if !status.contains("protocol: peer (in game") || !status.contains("backend: udp ") {
+            game.fail(&format!("not in the game over UDP any more: {status}"));
+        }
+    }
+    check_nothing_disturbed(games, &marks);
+}
+
+/// Switch every game to `api` one after another, and wait until each is in the game again with
+/// the two others seated.
+fn switch_all(games: &mut [LiveGame], api: &str) {
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    for (i, game) in games.iter_mut().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        game.send(&format!("net.api {api}"));
+    }
+    for (i, game) in games.iter_mut().enumerate() {
+        let reconnected = game.process.wait_until(LIVE_TIMEOUT, |lines| {
+            let after = &lines[marks[i]..];
+            after
+                .iter()
+                .any(|l| l.starts_with("EXEC rc=0 line=\"net.api "))
+                && after
+                    .iter()
+                    .any(|l| l.starts_with("EVENT type=CONNECTED "))
+        });
+        if !reconnected {
+            game.fail(&format!("`net.api {api}` did not connect again"));
+        }
+        let deadline = Instant::now() + LIVE_TIMEOUT;
+        loop {
+            let (line, _) = seat(game);
+            if line.contains(", 2 other players") {
+                break;
+            }
+            if Instant::now() > deadline {
+                game.fail(&format!("over {api} the two others were not found again: {line}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn switching_a_game_of_256_byte_events_from_udp_to_ipx_and_back() {
+    if skip() {
+        return;
+    }
+    let capture_on = tool_works("tshark", "--version");
+    if !capture_on {
+        println!("NOTE: tshark is not installed: the frame sizes are not checked");
+    }
+    let lan = Lan::create(NAMES.len());
+    let macs: Vec<String> = (0..NAMES.len())
+        .map(|i| mac_of_eth0(lan.namespace(i)))
+        .collect();
+    let file = std::env::temp_dir().join(format!("ipx-audit-switch-{}.pcap", std::process::id()));
+    let capture = capture_on.then(|| Capture::start(&lan, &file));
+    let mut setup = vec![
+        format!("net.udp.broadcast {}", lan.broadcast()),
+        "net.ipx.interface eth0".to_string(),
+    ];
+    setup.extend(FAST_PEER.iter().map(|s| s.to_string()));
+    let program = Build::c("c/peer_game.c").build();
+    let backends = built_backend_dir("ipx");
+    let mut games: Vec<LiveGame> = NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut command = lan.command(i, &program);
+            command.env("PARSEC_NET_BACKEND_PATH", &backends);
+            command.args(game_args(name, &setup, None, 2, MEET_MS, 0));
+            command.args(["--control", "--series-ms", "20"]);
+            command.args(["--series-size", "256", "--series-batch", "6"]);
+            LiveGame::spawn(name, command, false)
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(Duration::from_millis(MEET_MS)) {
+            game.fail("did not meet the others over UDP");
+        }
+    }
+    for game in games.iter_mut() {
+        game.send("@series on");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    switch_all(&mut games, "ipx");
+    std::thread::sleep(Duration::from_millis(1000));
+    switch_all(&mut games, "udp");
+    std::thread::sleep(Duration::from_millis(500));
+    stop_and_drain(&mut games, LIVE_TIMEOUT, Duration::from_secs(5));
+    let runs: Vec<GameRun> = games.into_iter().map(|g| g.quit(LIVE_TIMEOUT)).collect();
+    if let Some(capture) = capture {
+        capture.stop();
+    }
+    for run in &runs {
+        check_ran_well(run);
+        let series = sent(&run.output.stdout);
+        if let Some(gap) = &series.gap {
+            run.fail(&format!("its series is not 0, 1, 2, ...: {gap}"));
+        }
+        if let Some(code) = series.refused.keys().find(|c| **c != -12) {
+            run.fail(&format!("a series event refused with {code}"));
+        }
+    }
+    let all = deliveries(&runs);
+    let report: Vec<String> = all.iter().map(|d| d.describe()).collect();
+    println!("{}", report.join("\n"));
+    for d in &all {
+        assert!(
+            d.queued > 0
+                && d.lost_while_seated.is_empty()
+                && d.never_sent.is_empty()
+                && d.out_of_order.is_empty(),
+            "accepted events lost or reordered:\n{}",
+            report.join("\n")
+        );
+    }
+    if !capture_on {
+        return;
+    }
+    let mut command = Command::new("tshark");
+    command.arg("-r").arg(&file);
+    command.args(["-T", "fields", "-E", "separator=|", "-E", "occurrence=f"]);
+    for f in ["frame.len", "ipx.len", "ipx.checksum", "ipx.src.node"] {
+        command.args(["-e", f]);
+    }
+    let decoded = run(command, CHECK_TIMEOUT);
+    let _ = std::fs::remove_file(&file);
+    let mut large = 0;
+    for line in decoded.stdout.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        assert_eq!(f.len(), 4, "{line}");
+        let ipx_len = number(f[1], line);
+        assert!(ipx_len <= MAX_IPX_LEN, "over 546 bytes of payload: {line}");
+        assert_eq!(number(f[0], line), (ipx_len + 14).max(60), "{line}");
+        assert_eq!(number(f[2], line), 0xffff, "{line}");
+        assert!(macs.contains(&f[3].to_lowercase()), "{line}");
+        if ipx_len >= 30 + 256 {
+            large += 1;
+        }
+    }
+    assert!(large > 0, "no 256-byte event went over IPX");
 }
