@@ -6,6 +6,8 @@
  *
  * Usage: ipx_options options IFDOWN
  *        ipx_options nocap
+ *        ipx_options hold
+ *        ipx_options second
  *
  * `options`: starting on UDP, `net.api ipx` with `net.ipx.interface` set to an interface that
  * does not exist, one that is down, `lo`, a name longer than IFNAMSIZ - 1, and garbage
@@ -19,6 +21,13 @@
  *
  * `nocap` (run without CAP_NET_RAW): `net.api ipx` on eth0 is refused with a line that says
  * CAP_NET_RAW is needed, UDP stays active, no packet socket is left.
+ *
+ * `hold`: IPX on eth0 and socket 197E (port 6526), prints `HOLDING` and keeps the socket until
+ * its stdin ends. `second`, run in the same namespace while a `hold` runs: `net.api ipx` on the
+ * same interface and socket is refused with a line saying the socket is in use (two programs
+ * with the same IPX node would each take the other's frames for their own and split the game),
+ * UDP stays active; on socket 197F (`net.port 6527`) IPX opens. Once its stdin ends (the test
+ * has ended `hold`), `net.api ipx` on 197E works again.
  *
  * One ok/FAIL line per check and a summary (check.h); exit 0 when every check passed.
  */
@@ -287,14 +296,65 @@ static int run_nocap(void)
     return check_finish("ipx_options");
 }
 
+static int run_hold(void)
+{
+    char line[64];
+    expect_code("NET_Init", NET_Init(), NET_OK);
+    expect_ok("net.port 6526");
+    expect_ok("net.ipx.interface eth0");
+    expect_ok("net.api ipx");
+    printf("HOLDING\n");
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin) != NULL) {
+    }
+    NET_Shutdown();
+    return check_finish("ipx_options");
+}
+
+static int run_second(void)
+{
+    static const char *const on_udp[] = {"protocol: peer", "backend: udp", NULL};
+    static const char *const on_197f[] = {"backend: ipx", ":197F", NULL};
+    static const char *const on_197e[] = {"backend: ipx", ":197E", NULL};
+    char line[64];
+    int fds;
+    expect_code("NET_Init", NET_Init(), NET_OK);
+    expect_ok("net.port 6526");
+    expect_ok("net.api udp");
+    fds = open_fds();
+    expect_ok("net.ipx.interface eth0");
+    expect_refused("net.api ipx", "in use");
+    expect_true("the refusal names the socket", has(reply, "197E"), reply);
+    expect_true("the refusal keeps udp", has(reply, "keeping udp"), reply);
+    expect_status("UDP still active", on_udp);
+    expect_true("no descriptor left", open_fds() == fds, "");
+    expect_ok("net.port 6527");
+    expect_ok("net.api ipx");
+    expect_status("IPX on socket 197F", on_197f);
+    printf("WAITING\n");
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin) != NULL) {
+    }
+    expect_ok("net.port 6526");
+    expect_status("IPX on socket 197E once the other program has ended", on_197e);
+    NET_Shutdown();
+    return check_finish("ipx_options");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "hold") == 0) {
+        return run_hold();
+    }
+    if (argc == 2 && strcmp(argv[1], "second") == 0) {
+        return run_second();
+    }
     if (argc == 3 && strcmp(argv[1], "options") == 0) {
         return run_options(argv[2]);
     }
     if (argc == 2 && strcmp(argv[1], "nocap") == 0) {
         return run_nocap();
     }
-    fprintf(stderr, "usage: ipx_options options IFDOWN | ipx_options nocap\n");
+    fprintf(stderr, "usage: ipx_options options IFDOWN | nocap | hold | second\n");
     return 2;
 }

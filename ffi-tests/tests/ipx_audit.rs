@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use parsec_net_ffi_tests::backends::built_backend_dir;
-use parsec_net_ffi_tests::live::LiveGame;
+use parsec_net_ffi_tests::live::{LiveGame, Running};
 use parsec_net_ffi_tests::netns::{skip_without, Lan};
 use parsec_net_ffi_tests::peer::{check_ran_well, game_args, GameRun};
 use parsec_net_ffi_tests::process::{run, Output};
@@ -76,7 +76,14 @@ impl Capture {
     fn start(lan: &Lan, file: &Path) -> Capture {
         let _ = std::fs::remove_file(file);
         let child = Command::new("ip")
-            .args(["netns", "exec", lan.bridge_namespace(), "tshark", "-i", "br0"])
+            .args([
+                "netns",
+                "exec",
+                lan.bridge_namespace(),
+                "tshark",
+                "-i",
+                "br0",
+            ])
             .args(["-B", "16", "-f", "ether proto 0x8137", "-F", "pcap", "-w"])
             .arg(file)
             .stdin(Stdio::null())
@@ -137,10 +144,7 @@ fn check_games(outputs: &[Output]) {
         if !out.status.success() {
             fail("the game failed");
         }
-        if !text
-            .lines()
-            .any(|l| l.starts_with("RESULT complete=yes"))
-        {
+        if !text.lines().any(|l| l.starts_with("RESULT complete=yes")) {
             fail("the game did not get everything from the two others");
         }
         let queued = format!("ok={BURST} too_large_rc=-8 text_rc=0");
@@ -259,7 +263,11 @@ fn three_games_burst_over_ipx_and_every_frame_is_ipx_within_546_bytes() {
         assert_eq!(n(10), 0, "source network: {line}");
         assert_eq!(n(12), 0x197e, "source socket: {line}");
         let src = f[11].to_lowercase();
-        assert_eq!(src, f[2].to_lowercase(), "IPX source node = Ethernet source: {line}");
+        assert_eq!(
+            src,
+            f[2].to_lowercase(),
+            "IPX source node = Ethernet source: {line}"
+        );
         let from = macs
             .iter()
             .position(|m| *m == src)
@@ -297,7 +305,9 @@ fn three_games_burst_over_ipx_and_every_frame_is_ipx_within_546_bytes() {
 /// `ip -n NS link add NAME type veth peer name NAME-p`, left down.
 fn add_down_interface(ns: &str, name: &str) {
     let out = Command::new("ip")
-        .args(["-n", ns, "link", "add", name, "type", "veth", "peer", "name"])
+        .args([
+            "-n", ns, "link", "add", name, "type", "veth", "peer", "name",
+        ])
         .arg(format!("{name}p"))
         .output()
         .expect("ip runs");
@@ -500,7 +510,9 @@ fn refused_ipx_commands_in_a_live_ipx_game_change_nothing() {
         if now != before[i] {
             game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
         }
-        let mac = mac_of_eth0(lan.namespace(i)).replace(':', "").to_uppercase();
+        let mac = mac_of_eth0(lan.namespace(i))
+            .replace(':', "")
+            .to_uppercase();
         if now.1 != format!("00000000:{mac}:197E") {
             game.fail(&format!("local node {} is not 00000000:{mac}:197E", now.1));
         }
@@ -523,9 +535,14 @@ fn a_refused_net_api_ipx_in_a_live_udp_game_keeps_the_player_in_it() {
     // The third game has no CAP_NET_RAW, when a tool can take it away.
     let nocap = if tool_works("setpriv", "--version") {
         Some(
-            ["setpriv", "--inh-caps=-net_raw", "--bounding-set=-net_raw", "--"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "setpriv",
+                "--inh-caps=-net_raw",
+                "--bounding-set=-net_raw",
+                "--",
+            ]
+            .map(String::from)
+            .to_vec(),
         )
     } else {
         println!("NOTE: setpriv is not installed: the case without CAP_NET_RAW is skipped");
@@ -574,9 +591,7 @@ fn switch_all(games: &mut [LiveGame], api: &str) {
             after
                 .iter()
                 .any(|l| l.starts_with("EXEC rc=0 line=\"net.api "))
-                && after
-                    .iter()
-                    .any(|l| l.starts_with("EVENT type=CONNECTED "))
+                && after.iter().any(|l| l.starts_with("EVENT type=CONNECTED "))
         });
         if !reconnected {
             game.fail(&format!("`net.api {api}` did not connect again"));
@@ -588,7 +603,9 @@ fn switch_all(games: &mut [LiveGame], api: &str) {
                 break;
             }
             if Instant::now() > deadline {
-                game.fail(&format!("over {api} the two others were not found again: {line}"));
+                game.fail(&format!(
+                    "over {api} the two others were not found again: {line}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -695,4 +712,35 @@ fn switching_a_game_of_256_byte_events_from_udp_to_ipx_and_back() {
         }
     }
     assert!(large > 0, "no 256-byte event went over IPX");
+}
+
+#[test]
+fn a_second_program_on_the_same_interface_and_ipx_socket_is_refused() {
+    if skip() {
+        return;
+    }
+    let lan = Lan::create(1);
+    let program = Build::c("c/ipx_options.c").build();
+    let start = |mode: &str| {
+        let mut command = lan.command(0, &program);
+        command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
+        command.arg(mode);
+        Running::spawn(mode, command, false)
+    };
+    let mut holder = start("hold");
+    if holder
+        .wait_for_line(0, CHECK_TIMEOUT, |l| l == "HOLDING")
+        .is_none()
+    {
+        panic!("hold did not open IPX:\n{}", holder.transcript());
+    }
+    let mut second = start("second");
+    let waiting = second.wait_for_line(0, CHECK_TIMEOUT, |l| l == "WAITING");
+    holder.close_stdin();
+    let held = holder.finish(CHECK_TIMEOUT);
+    check_program(&held);
+    second.close_stdin();
+    let out = second.finish(CHECK_TIMEOUT);
+    assert!(waiting.is_some(), "{}", out.transcript());
+    check_program(&out);
 }

@@ -6,6 +6,8 @@
 //! - Node: network (4) + the interface's MAC (6) + socket (2), text `NNNNNNNN:AABBCCDDEEFF:SSSS`
 //!   (see `src/node.rs`); broadcast: node FF:FF:FF:FF:FF:FF on this socket's network.
 //! - The open `port` is the IPX socket number; 0 means 0x869C (this project's "Parsec" socket).
+//!   Like a UDP port, a socket number on an interface and network is open in one program of a
+//!   host at a time: another program's `open` of it fails saying it is in use (`src/claim.rs`).
 //! - Options (`key=value` lines, console variables `net.ipx.<key>`): `interface`, `network`
 //!   (documented in `src/options.rs`).
 //! - At most 546 bytes of payload; capabilities: broadcast, no client-server.
@@ -25,6 +27,7 @@
 //! `extern "C"` shims (pointer checks, panic boundary) from them. It must never contain
 //! networking logic.
 
+mod claim;
 mod filter;
 mod frame;
 mod iface;

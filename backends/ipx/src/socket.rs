@@ -14,6 +14,7 @@ use parsec_backend_abi::{
     NET_BACKEND_ERR_UNREACHABLE, NET_BACKEND_OK, NET_BACKEND_WOULD_BLOCK,
 };
 
+use crate::claim::{self, Claim};
 use crate::filter::{self, Rejection};
 use crate::frame::{self, ETH_HEADER_LEN, IPX_HEADER_LEN, MAX_FRAME_LEN, MAX_PAYLOAD};
 use crate::iface::{self, Interface};
@@ -41,6 +42,8 @@ pub struct IpxSocket {
     stats: Stats,
     send_buf: Vec<u8>,
     recv_buf: Vec<u8>,
+    /// This address claimed on the host, so no other program opens it (`claim.rs`).
+    _claim: Claim,
 }
 
 fn mac_text(mac: &[u8]) -> String {
@@ -66,6 +69,19 @@ impl IpxSocket {
             )
         })?;
         let interface = iface::choose(&interfaces, options.interface.as_deref())?;
+        let socket = if port == 0 { DEFAULT_SOCKET } else { port };
+        let claim =
+            claim::claim(claim::name(interface.index, options.network, socket)).map_err(|()| {
+                OpenError::new(
+                    NET_BACKEND_ERR_IO,
+                    format!(
+                        "ipx: socket {socket:04X} on {} (network {:08X}) is already in use by \
+                         another program on this host; choose another socket number (net.port)",
+                        interface.name,
+                        u32::from_be_bytes(options.network)
+                    ),
+                )
+            })?;
         raw.bind(interface.index).map_err(|e| {
             let code = if oserr::is_interface_gone(&e) {
                 NET_BACKEND_ERR_UNREACHABLE
@@ -82,7 +98,7 @@ impl IpxSocket {
         let local = IpxAddr {
             network: options.network,
             node: interface.mac,
-            socket: if port == 0 { DEFAULT_SOCKET } else { port },
+            socket,
         };
         Ok(IpxSocket {
             raw,
@@ -92,6 +108,7 @@ impl IpxSocket {
             stats: Stats::default(),
             send_buf: Vec::with_capacity(MAX_FRAME_LEN),
             recv_buf: vec![0; RECEIVE_BUFFER],
+            _claim: claim,
         })
     }
 
