@@ -10,7 +10,8 @@
  *        ipx_options second
  *
  * `options`: starting on UDP, `net.api ipx` with `net.ipx.interface` set to an interface that
- * does not exist, one that is down, `lo`, a name longer than IFNAMSIZ - 1, and garbage
+ * does not exist, one that is down, `lo`, a name longer than IFNAMSIZ - 1 (then `""` puts the
+ * option back to its default, and IPX opens on the first Ethernet interface up), and garbage
  * `net.port` values (the IPX socket number): each refused with a non-zero code and one line
  * naming the problem, UDP still active on its port, no raw packet socket left open in the
  * namespace (/proc/self/net/packet) and no descriptor more than before. Then IPX on eth0:
@@ -224,6 +225,17 @@ static int run_options(const char *down)
     too_long[16] = '\0';
     bad_interface(too_long, "net.ipx.interface", "udp", 0, fds);
     expect_status("UDP still active after the bad interfaces", on_udp);
+
+    /* Back to the default interface (the first Ethernet one that is up: eth0 here). */
+    expect_ok("net.ipx.interface \"\"");
+    expect_true("\"\" clears the option", has(reply, "the backend's default"), reply);
+    expect_ok("net.ipx.interface");
+    expect_true("the option shows as not set", has(reply, "not set"), reply);
+    expect_ok("net.api ipx");
+    expect_status("IPX on the default interface eth0", on_ipx);
+    expect_ok("net.api udp");
+    expect_status("back on UDP", on_udp);
+    expect_sockets("no packet socket back on UDP", 0, fds, 0);
 
     expect_ok("net.ipx.interface eth0");
     expect_refused("net.port abc", "not a port number");

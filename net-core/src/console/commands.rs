@@ -223,7 +223,7 @@ pub static COMMANDS: &[Command] = &[
 /// The `net.<backend>.<key> VALUE` family (not listed by name in `COMMANDS`).
 pub static BACKEND_OPTION: Command = command!(
     "net.BACKEND.OPTION",
-    "net.BACKEND.OPTION VALUE (e.g. net.udp.bind 127.0.0.1, net.ipx.interface eth0)",
+    "net.BACKEND.OPTION VALUE|\"\" (e.g. net.udp.bind 127.0.0.1, net.ipx.interface eth0; \"\" back to the default)",
     "set an option passed to a backend when it opens",
     &[],
     set::backend_option

@@ -391,13 +391,28 @@ impl Subsystem {
                 "option values are at most 255 printable characters",
             ));
         }
+        let active =
+            self.packets.backend().is_some_and(|b| b.name() == backend) && self.packets.is_open();
+        // `""` (or `''`): back to the backend's default, as if never set.
+        if value == "\"\"" || value == "''" {
+            let removed = self
+                .backend_options
+                .get_mut(backend)
+                .and_then(|o| o.remove(key))
+                .is_some();
+            self.options_cache = None;
+            let what = if removed { "cleared" } else { "is not set" };
+            return Ok(if active && removed {
+                format!("net.{backend}.{key} {what}: the backend's default (applies when {backend} is reopened: net.api {backend})")
+            } else {
+                format!("net.{backend}.{key} {what}: the backend's default")
+            });
+        }
         self.backend_options
             .entry(backend.to_string())
             .or_default()
             .insert(key.to_string(), value.to_string());
         self.options_cache = None;
-        let active =
-            self.packets.backend().is_some_and(|b| b.name() == backend) && self.packets.is_open();
         Ok(if active {
             format!("net.{backend}.{key} = {value} (applies when {backend} is reopened: net.api {backend})")
         } else {
