@@ -20,6 +20,20 @@
 //! - `net_api_ipx_without_cap_net_raw_says_so`: `c/ipx_options.c nocap` under `setpriv` (or
 //!   `capsh`) without CAP_NET_RAW: `net.api ipx` refused with a line naming CAP_NET_RAW, UDP
 //!   kept, nothing left open (SKIPPED without either tool).
+//! - `refused_ipx_commands_in_a_live_ipx_game_change_nothing`, `a_refused_net_api_ipx_in_a_live_udp_game_keeps_the_player_in_it`,
+//!   `net_api_ipx_in_a_live_gameserver_game_is_refused_and_changes_nothing` and `..._slotserver_...`:
+//!   three `c/peer_game.c` games in a game (IPX or UDP peer to peer in namespaces; through a
+//!   server on loopback, which needs no root) send a reliable series while players type the
+//!   commands above that must be refused (and, without CAP_NET_RAW under `setpriv`, `net.api
+//!   ipx`): each refused in one line, nobody leaves or is dropped, seat and node unchanged,
+//!   every series number arrives once and in order.
+//! - `switching_a_game_of_256_byte_events_from_udp_to_ipx_and_back`: the same games send 256-byte
+//!   series events six at a time while each switches UDP -> IPX -> UDP: nothing accepted while
+//!   the receiver was seated is lost, nothing reordered, no IPX frame over 546 bytes of payload.
+//! - `a_second_program_on_the_same_interface_and_ipx_socket_is_refused`: `c/ipx_options.c hold`
+//!   and `second` in one namespace: the second program's `net.api ipx` on the same socket is
+//!   refused as in use (both would have one IPX node), another socket number works, and the
+//!   socket is free again once the first program has ended.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -31,6 +45,7 @@ use parsec_net_ffi_tests::netns::{skip_without, Lan};
 use parsec_net_ffi_tests::peer::{check_ran_well, game_args, GameRun};
 use parsec_net_ffi_tests::process::{run, Output};
 use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain};
+use parsec_net_ffi_tests::server::{game_command, Server};
 use parsec_net_ffi_tests::Build;
 
 const NAMES: [&str; 3] = ["ann", "ben", "cat"];
@@ -469,7 +484,8 @@ fn check_nothing_disturbed(mut games: Vec<LiveGame>, marks: &[usize]) {
     }
     for d in deliveries(&runs) {
         assert!(
-            d.lost_while_seated.is_empty()
+            d.queued > 0
+                && d.lost_while_seated.is_empty()
                 && d.lost_while_absent.is_empty()
                 && d.duplicates.is_empty()
                 && d.out_of_order.is_empty()
@@ -743,4 +759,74 @@ fn a_second_program_on_the_same_interface_and_ipx_socket_is_refused() {
     let out = second.finish(CHECK_TIMEOUT);
     assert!(waiting.is_some(), "{}", out.transcript());
     check_program(&out);
+}
+
+/// `net.api ipx` typed in games seated through a `kind` server (on loopback: the refusal comes
+/// before any IPX socket is opened, so this needs no root): refused naming the protocol, and
+/// nothing changes for anyone.
+fn net_api_ipx_refused_in_a_server_game(kind: &str) {
+    let mut args = vec!["--port", "0", "--no-http", "--bind", "127.0.0.1"];
+    if kind == "gameserver" {
+        args.extend(["--udp-port", "0"]);
+    }
+    let server = Server::start(kind, &args);
+    let program = Build::c("c/peer_game.c").build();
+    let mut games: Vec<LiveGame> = NAMES
+        .iter()
+        .map(|name| {
+            let mut command = game_command(
+                &program,
+                name,
+                &["--control", "--expect", "2", "--series-ms", "20"],
+                kind,
+                false,
+                &server,
+                Duration::from_millis(MEET_MS),
+            );
+            command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
+            LiveGame::spawn(name, command, false)
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(Duration::from_millis(MEET_MS)) {
+            game.fail(&format!("did not meet the others through the {kind}"));
+        }
+    }
+    for game in games.iter_mut() {
+        game.send("@series on");
+    }
+    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    refused(&mut games[0], "net.api ipx", "peer-to-peer");
+    let (_, reply) = games[1].exec("net.ipx.interface lo");
+    assert!(reply.contains("net.ipx.interface = lo"), "{reply}");
+    refused(&mut games[1], "net.api ipx", &format!("{kind} is selected"));
+    refused(&mut games[2], "net.api ipx", "keeping udp");
+    std::thread::sleep(Duration::from_millis(500));
+    for (i, game) in games.iter_mut().enumerate() {
+        let now = seat(game);
+        if now != before[i] {
+            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
+        }
+        let (_, status) = game.exec("status");
+        if !status.starts_with(&format!("protocol: {kind} (on "))
+            || !status.contains("backend: udp ")
+        {
+            game.fail(&format!(
+                "not in the {kind} game over UDP any more: {status}"
+            ));
+        }
+    }
+    check_nothing_disturbed(games, &marks);
+    server.stop().assert_success(kind);
+}
+
+#[test]
+fn net_api_ipx_in_a_live_gameserver_game_is_refused_and_changes_nothing() {
+    net_api_ipx_refused_in_a_server_game("gameserver");
+}
+
+#[test]
+fn net_api_ipx_in_a_live_slotserver_game_is_refused_and_changes_nothing() {
+    net_api_ipx_refused_in_a_server_game("slotserver");
 }
