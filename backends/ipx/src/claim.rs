@@ -81,6 +81,11 @@ impl Drop for Claim {
                 if held[i].2 == 0 {
                     held.swap_remove(i);
                 }
+                if held.is_empty() {
+                    // Free the list's buffer too: the core unloads this library when it
+                    // switches away, and a static's heap buffer would outlive it as a leak.
+                    *held = Vec::new();
+                }
             }
         }
     }
