@@ -6,7 +6,7 @@
  *
  * Usage: ipx_options options IFDOWN
  *        ipx_options nocap
- *        ipx_options hold
+ *        ipx_options hold [PORT]
  *        ipx_options second
  *
  * `options`: starting on UDP, `net.api ipx` with `net.ipx.interface` set to an interface that
@@ -23,12 +23,14 @@
  * `nocap` (run without CAP_NET_RAW): `net.api ipx` on eth0 is refused with a line that says
  * CAP_NET_RAW is needed, UDP stays active, no packet socket is left.
  *
- * `hold`: IPX on eth0 and socket 197E (port 6526), prints `HOLDING` and keeps the socket until
- * its stdin ends. `second`, run in the same namespace while a `hold` runs: `net.api ipx` on the
- * same interface and socket is refused with a line saying the socket is in use (two programs
- * with the same IPX node would each take the other's frames for their own and split the game),
- * UDP stays active; on socket 197F (`net.port 6527`) IPX opens. Once its stdin ends (the test
- * has ended `hold`), `net.api ipx` on 197E works again.
+ * `hold [PORT]`: IPX on eth0 and socket PORT (default 6526: 197E), prints `HOLDING` and keeps
+ * the socket until its stdin ends. `second`, run in the same namespace while `hold` and
+ * `hold 0` (socket 869C) run: `net.api ipx` on the same interface and socket 197E is refused
+ * with a line saying the socket is in use (two programs with the same IPX node would each take
+ * the other's frames for their own and split the game), UDP stays active; so is 869C
+ * (`net.port 34460`); `net.port 0` opens the first dynamic socket, 4000; 197F (`net.port
+ * 6527`) opens. Once its stdin ends (the test has ended both holders), `net.api ipx` on 197E
+ * works again.
  *
  * One ok/FAIL line per check and a summary (check.h); exit 0 when every check passed.
  */
@@ -308,11 +310,13 @@ static int run_nocap(void)
     return check_finish("ipx_options");
 }
 
-static int run_hold(void)
+static int run_hold(const char *port)
 {
     char line[64];
+    char port_line[64];
     expect_code("NET_Init", NET_Init(), NET_OK);
-    expect_ok("net.port 6526");
+    snprintf(port_line, sizeof port_line, "net.port %s", port);
+    expect_ok(port_line);
     expect_ok("net.ipx.interface eth0");
     expect_ok("net.api ipx");
     printf("HOLDING\n");
@@ -328,6 +332,7 @@ static int run_second(void)
     static const char *const on_udp[] = {"protocol: peer", "backend: udp", NULL};
     static const char *const on_197f[] = {"backend: ipx", ":197F", NULL};
     static const char *const on_197e[] = {"backend: ipx", ":197E", NULL};
+    static const char *const on_4000[] = {"backend: ipx", ":4000", NULL};
     char line[64];
     int fds;
     expect_code("NET_Init", NET_Init(), NET_OK);
@@ -340,6 +345,12 @@ static int run_second(void)
     expect_true("the refusal keeps udp", has(reply, "keeping udp"), reply);
     expect_status("UDP still active", on_udp);
     expect_true("no descriptor left", open_fds() == fds, "");
+    expect_ok("net.port 34460");
+    expect_refused("net.api ipx", "socket 869C");
+    expect_ok("net.port 0");
+    expect_ok("net.api ipx");
+    expect_status("port 0 with 869C taken: the first dynamic socket", on_4000);
+    expect_ok("net.api udp");
     expect_ok("net.port 6527");
     expect_ok("net.api ipx");
     expect_status("IPX on socket 197F", on_197f);
@@ -355,8 +366,8 @@ static int run_second(void)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "hold") == 0) {
-        return run_hold();
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "hold") == 0) {
+        return run_hold(argc == 3 ? argv[2] : "6526");
     }
     if (argc == 2 && strcmp(argv[1], "second") == 0) {
         return run_second();

@@ -32,10 +32,11 @@
 //! - `switching_a_game_of_256_byte_events_from_udp_to_ipx_and_back`: the same games send 256-byte
 //!   series events six at a time while each switches UDP -> IPX -> UDP: nothing accepted while
 //!   the receiver was seated is lost, nothing reordered, no IPX frame over 546 bytes of payload.
-//! - `a_second_program_on_the_same_interface_and_ipx_socket_is_refused`: `c/ipx_options.c hold`
-//!   and `second` in one namespace: the second program's `net.api ipx` on the same socket is
-//!   refused as in use (both would have one IPX node), another socket number works, and the
-//!   socket is free again once the first program has ended.
+//! - `a_second_program_on_the_same_interface_and_ipx_socket_is_refused`: `c/ipx_options.c hold`,
+//!   `hold 0` and `second` in one namespace: the second program's `net.api ipx` on a socket a
+//!   holder has is refused as in use (both would have one IPX node), port 0 takes the first
+//!   dynamic socket (4000) when 869C is held, another socket number works, and the socket is
+//!   free again once the holders have ended.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -754,24 +755,31 @@ fn a_second_program_on_the_same_interface_and_ipx_socket_is_refused() {
     }
     let lan = Lan::create(1);
     let program = Build::c("c/ipx_options.c").build();
-    let start = |mode: &str| {
+    let start = |args: &[&str]| {
         let mut command = lan.command(0, &program);
         command.env("PARSEC_NET_BACKEND_PATH", built_backend_dir("ipx"));
-        command.arg(mode);
-        Running::spawn(mode, command, false)
+        command.args(args);
+        Running::spawn(&args.join(" "), command, false)
     };
-    let mut holder = start("hold");
-    if holder
-        .wait_for_line(0, CHECK_TIMEOUT, |l| l == "HOLDING")
-        .is_none()
-    {
-        panic!("hold did not open IPX:\n{}", holder.transcript());
-    }
-    let mut second = start("second");
+    let holders: Vec<Running> = [&["hold"][..], &["hold", "0"][..]]
+        .into_iter()
+        .map(|args| {
+            let holder = start(args);
+            if holder
+                .wait_for_line(0, CHECK_TIMEOUT, |l| l == "HOLDING")
+                .is_none()
+            {
+                panic!("hold did not open IPX:\n{}", holder.transcript());
+            }
+            holder
+        })
+        .collect();
+    let mut second = start(&["second"]);
     let waiting = second.wait_for_line(0, CHECK_TIMEOUT, |l| l == "WAITING");
-    holder.close_stdin();
-    let held = holder.finish(CHECK_TIMEOUT);
-    check_program(&held);
+    for mut holder in holders {
+        holder.close_stdin();
+        check_program(&holder.finish(CHECK_TIMEOUT));
+    }
     second.close_stdin();
     let out = second.finish(CHECK_TIMEOUT);
     assert!(waiting.is_some(), "{}", out.transcript());

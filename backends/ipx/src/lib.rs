@@ -5,7 +5,8 @@
 //!
 //! - Node: network (4) + the interface's MAC (6) + socket (2), text `NNNNNNNN:AABBCCDDEEFF:SSSS`
 //!   (see `src/node.rs`); broadcast: node FF:FF:FF:FF:FF:FF on this socket's network.
-//! - The open `port` is the IPX socket number; 0 means 0x869C (this project's "Parsec" socket).
+//! - The open `port` is the IPX socket number; 0 means 0x869C (this project's "Parsec" socket),
+//!   or the first free dynamic socket (0x4000-0x7FFF) when another program holds 0x869C.
 //!   Like a UDP port, a socket number on an interface and network is open in one program of a
 //!   host at a time: another program's `open` of it fails saying it is in use (`src/claim.rs`).
 //! - Options (`key=value` lines, console variables `net.ipx.<key>`): `interface`, `network`

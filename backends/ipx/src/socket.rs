@@ -30,6 +30,8 @@ const RECEIVE_BUFFER: usize = 2048;
 /// Frames one `receive` call reads at most before answering "nothing yet", so that a flood of
 /// foreign frames cannot keep the caller inside the backend.
 const MAX_FRAMES_PER_RECEIVE: usize = 256;
+/// IPX's dynamic socket numbers: where port 0 goes when the default socket is in use.
+const DYNAMIC_SOCKETS: std::ops::RangeInclusive<u16> = 0x4000..=0x7FFF;
 /// Where the payload starts in a received frame.
 const PAYLOAD_AT: usize = ETH_HEADER_LEN + IPX_HEADER_LEN;
 
@@ -52,8 +54,8 @@ fn mac_text(mac: &[u8]) -> String {
 }
 
 impl IpxSocket {
-    /// Open a socket for IPX socket number `port` (0: [`DEFAULT_SOCKET`]) with the given option
-    /// lines. Errors carry an ABI result code and a one-line message.
+    /// Open a socket for IPX socket number `port` (0: [`DEFAULT_SOCKET`], or the first free
+    /// dynamic socket when another program holds that) with the given option lines. Errors carry an ABI result code and a one-line message.
     pub fn open(port: u16, options_text: &str) -> Result<IpxSocket, OpenError> {
         let options = options::parse(options_text)
             .map_err(|message| OpenError::new(NET_BACKEND_ERR_INVALID, message))?;
@@ -69,19 +71,35 @@ impl IpxSocket {
             )
         })?;
         let interface = iface::choose(&interfaces, options.interface.as_deref())?;
-        let socket = if port == 0 { DEFAULT_SOCKET } else { port };
-        let claim =
-            claim::claim(claim::name(interface.index, options.network, socket)).map_err(|()| {
-                OpenError::new(
-                    NET_BACKEND_ERR_IO,
-                    format!(
-                        "ipx: socket {socket:04X} on {} (network {:08X}) is already in use by \
+        // Port 0: the default socket, or when another program holds it, the first free one of
+        // IPX's dynamic range (0x4000-0x7FFF), as a real IPX stack hands out for socket 0.
+        let candidates: Vec<u16> = if port == 0 {
+            std::iter::once(DEFAULT_SOCKET)
+                .chain(DYNAMIC_SOCKETS)
+                .collect()
+        } else {
+            vec![port]
+        };
+        let mut claimed = None;
+        for &candidate in &candidates {
+            let name = claim::name(interface.index, options.network, candidate);
+            if let Ok(claim) = claim::claim(name) {
+                claimed = Some((candidate, claim));
+                break;
+            }
+        }
+        let socket = candidates[0];
+        let (socket, claim) = claimed.ok_or_else(|| {
+            OpenError::new(
+                NET_BACKEND_ERR_IO,
+                format!(
+                    "ipx: socket {socket:04X} on {} (network {:08X}) is already in use by \
                          another program on this host; choose another socket number (net.port)",
-                        interface.name,
-                        u32::from_be_bytes(options.network)
-                    ),
-                )
-            })?;
+                    interface.name,
+                    u32::from_be_bytes(options.network)
+                ),
+            )
+        })?;
         raw.bind(interface.index).map_err(|e| {
             let code = if oserr::is_interface_gone(&e) {
                 NET_BACKEND_ERR_UNREACHABLE
