@@ -23,10 +23,10 @@ use parsec_backend_abi::NET_Node;
 pub const ADDRESS_LEN: usize = 12;
 /// The IPX node of a broadcast: the Ethernet broadcast address.
 pub const BROADCAST_MAC: [u8; 6] = [0xff; 6];
-/// IPX socket used when `open` is given port 0 (unless another program holds it: `socket.rs`) and
-/// when parsed text names no socket and the
-/// caller gives no default: 0x869C, this project's choice for "Parsec" (not a Novell-assigned
-/// number; any value 0x0001-0xFFFF can be configured with `net.port`).
+/// IPX socket used when `open` is given port 0 (unless another program holds it: `socket.rs`)
+/// and when parsed text names no socket and the caller gives no default: 0x869C, this project's
+/// choice for "Parsec" (not a Novell-assigned number; any value 0x0001-0xFFFF can be configured
+/// with `net.port`).
 pub const DEFAULT_SOCKET: u16 = 0x869C;
 /// Longest text [`parse`] accepts, after trimming surrounding whitespace.
 pub const MAX_TEXT_LEN: usize = 64;
