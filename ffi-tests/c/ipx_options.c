@@ -223,6 +223,7 @@ static int run_options(const char *down)
     bad_interface("nosuch0", "no interface \"nosuch0\"", "udp", 0, fds);
     bad_interface(down, "is down", "udp", 0, fds);
     bad_interface("lo", "not an Ethernet interface", "udp", 0, fds);
+    expect_refused("net.api ipx", "a loopback interface");
     memset(too_long, 'x', 16);
     too_long[16] = '\0';
     bad_interface(too_long, "net.ipx.interface", "udp", 0, fds);

@@ -74,7 +74,16 @@ pub fn choose(list: &[Interface], wanted: Option<&str>) -> Result<Interface, Ope
             ),
         ));
     };
-    if !found.ethernet || found.loopback {
+    if found.loopback {
+        return Err(OpenError::new(
+            NET_BACKEND_ERR_INVALID,
+            format!(
+                "ipx: interface \"{name}\" is a loopback interface, not an Ethernet interface \
+                 (its frames reach no other host); check net.ipx.interface"
+            ),
+        ));
+    }
+    if !found.ethernet {
         return Err(OpenError::new(
             NET_BACKEND_ERR_INVALID,
             format!(
@@ -198,6 +207,10 @@ mod tests {
             let e = choose(&list, Some(not_ethernet)).unwrap_err();
             assert_eq!(e.code, NET_BACKEND_ERR_INVALID);
             assert!(e.message.contains("not an Ethernet interface"), "{e:?}");
+            assert_eq!(
+                e.message.contains("a loopback interface"),
+                not_ethernet == "lo"
+            );
         }
         let down = choose(&list, Some("eth0")).unwrap_err();
         assert_eq!(down.code, NET_BACKEND_ERR_UNREACHABLE);
