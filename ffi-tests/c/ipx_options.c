@@ -304,6 +304,12 @@ static int run_nocap(void)
     fds = open_fds();
     expect_ok("net.ipx.interface eth0");
     expect_refused("net.api ipx", "CAP_NET_RAW");
+    {
+        const char *last = NET_GetLastError();
+        expect_true("NET_GetLastError names CAP_NET_RAW too",
+                    last != NULL && has(last, "CAP_NET_RAW") && is_one_line(last),
+                    last != NULL ? last : "(NULL)");
+    }
     expect_true("the refusal keeps udp", has(reply, "keeping udp"), reply);
     expect_status("UDP still active", on_udp);
     expect_sockets("nothing left open", 0, fds, 0);
