@@ -42,9 +42,8 @@ pub fn name(interface_index: u32, network: [u8; 4], socket: u16) -> String {
 #[cfg(all(target_os = "linux", not(parsec_ipx_unsupported)))]
 pub fn claim(name: String) -> Result<Claim, ()> {
     use std::os::linux::net::SocketAddrExt;
-    use std::os::unix::net::{SocketAddr, UnixDatagram};
-
     use std::os::unix::fs::MetadataExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
 
     let namespace = std::fs::metadata("/proc/thread-self/ns/net").map_or(0, |m| m.ino());
     let key = format!("{namespace}:{name}");
