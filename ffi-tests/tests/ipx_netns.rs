@@ -12,9 +12,11 @@
 //!   `net.api ipx` (it sees DISCONNECTED and CONNECTED and finds the two others again), they
 //!   chat, each switches back with `net.api udp`, finds the others again, and they chat again.
 //!   Every number the library accepted while the receiver was in the sender's game must arrive
-//!   exactly once; duplicates (a receiver that had the event but had not acknowledged it gets
-//!   it again), numbers queued while the receiver was away, and reordering are reported, not
-//!   failed.
+//!   exactly once and in order (SPEC: reliable events are delivered once and in order per
+//!   sender; docs/decisions.md, "A backend switch during a game reconnects": nothing queued is
+//!   lost or delivered twice). The one thing the decisions allow is that a number queued while
+//!   the receiver was not in the sender's game (away switching, not found again yet) never
+//!   arrives: those are reported, not failed. Any duplicate or reordering fails.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -338,15 +340,6 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
         report.join("\n")
     );
     for d in &all {
-        if !d.duplicates.is_empty() {
-            println!(
-                "NOTE: {} got {} of {}'s numbers more than once: {:?}",
-                d.receiver,
-                d.duplicates.len(),
-                d.sender,
-                d.duplicates
-            );
-        }
         if !d.lost_while_absent.is_empty() {
             println!(
                 "NOTE: {} never got {:?} from {}: queued while {} was not in {}'s game (it had \
@@ -354,16 +347,14 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
                 d.receiver, d.lost_while_absent, d.sender, d.receiver, d.sender
             );
         }
-        if !d.out_of_order.is_empty() {
-            println!(
-                "NOTE: {} got {}'s numbers out of order: {:?}",
-                d.receiver, d.sender, d.out_of_order
-            );
-        }
     }
     let mut failed: Vec<String> = Vec::new();
     for (d, line) in all.iter().zip(&report) {
-        if d.lost_while_seated.is_empty() && d.never_sent.is_empty() {
+        if d.lost_while_seated.is_empty()
+            && d.never_sent.is_empty()
+            && d.duplicates.is_empty()
+            && d.out_of_order.is_empty()
+        {
             continue;
         }
         failed.push(line.clone());
@@ -378,11 +369,20 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
                 what_followed(&sender.output.stdout, *n)
             ));
         }
+        let repeated = d.duplicates.iter().map(|(n, _)| *n);
+        let reordered = d.out_of_order.iter().map(|(_, later)| *later);
+        for n in repeated.chain(reordered).take(3) {
+            failed.push(format!(
+                "  {} queued {n} (received twice or late), then saw:\n{}",
+                d.sender,
+                what_followed(&sender.output.stdout, n)
+            ));
+        }
     }
     assert!(
         failed.is_empty(),
-        "reliable custom events the library accepted while the receiver was in the sender's \
-         game never arrived (or numbers arrived that were never sent):\n{}",
+        "reliable custom events were lost while the receiver was in the sender's game, \
+         delivered more than once, delivered out of order, or arrived without being sent:\n{}",
         failed.join("\n")
     );
 }
