@@ -199,7 +199,7 @@ static int run_options(const char *down)
                                          "socket: open on port 6526", NULL};
     char node[13], colons[18];
     char node_line[64], binding[80];
-    const char *on_ipx[5];
+    const char *on_ipx[6];
     char too_long[32];
     int fds;
 
@@ -211,7 +211,9 @@ static int run_options(const char *down)
     on_ipx[1] = "backend: ipx";
     on_ipx[2] = node_line;
     on_ipx[3] = binding;
-    on_ipx[4] = NULL;
+    /* The socket number in hex as the node prints it, with the net.port that gives it. */
+    on_ipx[4] = "socket: open on IPX socket 197E (port 6526), local node";
+    on_ipx[5] = NULL;
 
     expect_code("NET_Init", NET_Init(), NET_OK);
     expect_ok("net.port 6526");
@@ -235,6 +237,8 @@ static int run_options(const char *down)
     expect_ok("net.ipx.interface");
     expect_true("the option shows as not set", has(reply, "not set"), reply);
     expect_ok("net.api ipx");
+    expect_true("the net.api reply names the IPX socket and its port",
+                has(reply, "packet backend ipx active on IPX socket 197E (port 6526)"), reply);
     expect_status("IPX on the default interface eth0", on_ipx);
     expect_ok("net.api udp");
     expect_status("back on UDP", on_udp);
@@ -339,7 +343,8 @@ static int run_second(void)
     static const char *const on_udp[] = {"protocol: peer", "backend: udp", NULL};
     static const char *const on_197f[] = {"backend: ipx", ":197F", NULL};
     static const char *const on_197e[] = {"backend: ipx", ":197E", NULL};
-    static const char *const on_4000[] = {"backend: ipx", ":4000", NULL};
+    static const char *const on_4000[] = {"backend: ipx", ":4000",
+                                          "socket: open on IPX socket 4000 (port 16384)", NULL};
     char line[64];
     int fds;
     expect_code("NET_Init", NET_Init(), NET_OK);

@@ -121,7 +121,7 @@ fn two_console_games_over_ipx_send_frames_tshark_decodes_as_ipx() {
     for (out, (me, other)) in outputs.iter().zip([("alpha", "beta"), ("beta", "alpha")]) {
         let stdout = &out.stdout;
         assert!(
-            stdout.contains("packet backend ipx active on port 6526"),
+            stdout.contains("packet backend ipx active on IPX socket 197E (port 6526)"),
             "{stdout}"
         );
         assert!(stdout.contains("* connected: you are player"), "{stdout}");

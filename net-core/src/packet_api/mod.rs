@@ -199,15 +199,17 @@ impl PacketLayer {
     }
 
     /// Where the open socket is bound, to follow "open" or "active" in `status` and the
-    /// `net.api` reply: ` on port N`, or, when its backend's `bound_port` gave no port, a
-    /// phrase saying so with what it gave.
+    /// `net.api` reply: ` on port N`, for the IPX backend ` on IPX socket XXXX (port N)` (the
+    /// socket number in hex, as its nodes print it), or, when its backend's `bound_port` gave
+    /// no port, a phrase saying so with what it gave.
     pub fn port_text(&self) -> String {
+        let ipx = self.backend.as_ref().is_some_and(|b| b.name() == "ipx");
         match (self.bound_port, self.bad_bound_port) {
-            (Some(port), _) => format!(" on port {port}"),
+            (Some(port), _) => on_port(port, ipx),
             (None, Some(raw)) => {
                 format!(", but the backend reported no valid port (its bound_port returned {raw})")
             }
-            (None, None) => format!(" on port {}", self.port),
+            (None, None) => on_port(self.port, ipx),
         }
     }
 
@@ -610,5 +612,15 @@ impl PacketLayer {
     fn count_received(&mut self, len: usize) {
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += len as u64;
+    }
+}
+
+/// ` on port N`, or for IPX ` on IPX socket XXXX (port N)`: the socket number in hex as IPX
+/// nodes print it (`0000ABCD:02005E1020FF:869C`), with the decimal `net.port` that gives it.
+fn on_port(port: u16, ipx: bool) -> String {
+    if ipx {
+        format!(" on IPX socket {port:04X} (port {port})")
+    } else {
+        format!(" on port {port}")
     }
 }
