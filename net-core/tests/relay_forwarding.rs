@@ -422,6 +422,45 @@ fn a_client_may_move_to_a_new_address_only_with_its_token_a_fresh_sequence_and_a
     assert!(to_a > 0, "the server answers at the new address");
 }
 
+/// Every extended client learns the others' tokens from the server's `add` lines, so a token
+/// alone does not prove who sends: a player that went quiet for a moment must not be taken over
+/// by someone at another host who claims its slot with its token (it would speak for it and get
+/// its packets). A NAT port change keeps the host's address, and the player's TCP connection
+/// (which a new address would end) is from that address too.
+#[test]
+fn a_silent_client_is_not_followed_to_another_host_even_with_its_token() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1, 2], now);
+    let mut a = greeted(&mut relay, 0, now);
+    let mut c = greeted(&mut relay, 2, now);
+    relay.handle_timeout(now);
+    drain_to(&mut relay, &mut c, now);
+    // Another player (it knows slot 0's token) at another host, after slot 0 was quiet.
+    let later = now + Duration::from_secs(2);
+    let mut thief = Client::new(0);
+    for _ in 0..1000 {
+        thief.packet(later, PacketType::NodeAlive, None, vec![]);
+    }
+    let forged = thief.packet(later, PacketType::GameState, None, vec![text("I am a")]);
+    let elsewhere = SocketAddr::from(([192, 0, 2, 7], 7000));
+    relay.handle_datagram(later, elsewhere, &forged);
+    assert_eq!(relay.stats().address_changes, 0, "{:?}", relay.stats());
+    assert_eq!(relay.stats().impostors, 1);
+    assert_eq!(relay.poll_moved(), None);
+    relay.handle_timeout(later + Duration::from_millis(50));
+    assert!(
+        texts_to(&mut relay, &mut c, later).is_empty(),
+        "the thief spoke for slot 0"
+    );
+    // The genuine player, back from a new port of its own host, is followed.
+    let moved = SocketAddr::from(([127, 0, 0, 1], 9999));
+    let p = a.packet(later, PacketType::GameState, None, vec![text("still a")]);
+    relay.handle_datagram(later, moved, &p);
+    assert_eq!(relay.poll_moved(), Some((0, moved)));
+    relay.handle_timeout(later + Duration::from_millis(100));
+    assert_eq!(texts_to(&mut relay, &mut c, later), ["still a"]);
+}
+
 #[test]
 fn a_client_that_arrives_late_hears_who_has_joined_already() {
     let now = Instant::now();

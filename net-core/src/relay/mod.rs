@@ -19,7 +19,8 @@
 //!   address refuses a late packet written for its earlier session.
 //!
 //! Clients are known by slot (from the TCP join) and reached at their address; a packet from an
-//! unknown address whose token and slot match a client moves that client there (NAT rebinding).
+//! unknown port of a client's host whose token and slot match the client moves that client there
+//! (NAT rebinding).
 //!
 //! A client that leaves and comes back under a new token (a backend switch) resumes both
 //! directions of its old link exactly once (RE_RESUME, see `resume`).
@@ -368,17 +369,23 @@ impl RelayCore {
         {
             return Some(i);
         }
-        // A known client at a new address (NAT rebinding): see `session::may_rebind`.
+        // A known client at a new port of its host (NAT rebinding): see `session::may_rebind`.
+        // Never at another host: every extended client knows the others' tokens (from the
+        // `add` lines), so the token alone does not tell the player from another one; a NAT
+        // keeps the host's address for its port changes, and a client at a new address has
+        // lost its TCP connection (from the address it was seated at) anyway.
         let i = usize::from(slot?);
         let client = self.clients.get_mut(i)?.as_mut()?;
-        if !crate::session::may_rebind(
-            &client.link,
-            token,
-            client.token,
-            header.sequence,
-            client.last_heard,
-            now,
-        ) {
+        if from.ip() != client.addr.ip().to_canonical()
+            || !crate::session::may_rebind(
+                &client.link,
+                token,
+                client.token,
+                header.sequence,
+                client.last_heard,
+                now,
+            )
+        {
             self.stats.impostors += 1;
             return None;
         }
@@ -838,14 +845,16 @@ impl RelayCore {
         let r = self.resume.stats();
         vec![
             format!(
-                "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}",
+                "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}, duplicates {}, clients moved {}",
                 self.client_count(),
                 s.packets_received,
                 s.packets_sent,
                 s.bad_packets,
                 s.unknown_senders,
                 s.wrong_tokens,
-                s.node_alive_consumed
+                s.node_alive_consumed,
+                s.duplicates,
+                s.address_changes
             ),
             format!(
                 "forwarding: states in {} forwarded {} dropped as outdated {} filtered by distance {}; events in {} critical first {} others {}",
