@@ -4,8 +4,7 @@
 //! parser breaks its promise.
 
 use std::ffi::{c_char, CString};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use net_core::console::{completions, find_command, split_command, validate_line};
 use net_core::demo::{decode_demo, encode_item};
@@ -16,7 +15,6 @@ use net_core::master::protocol::{
 };
 use net_core::packet_api::Conditions;
 use net_core::protocol::server_client::{parse_accepted, parse_update, Accepted, Update};
-use net_core::relay::{RelayConfig, RelayCore};
 use net_core::server::bans::{BanEntry, BanList};
 use net_core::server::http::{head_end, respond, Pages};
 use net_core::server::lines::{FramedLine, LineBuffer, LineFault, MAX_LINE_LEN};
@@ -26,11 +24,14 @@ use net_core::server::text_protocol::{
     add_player, join_accepted, join_request, parse_client_line, remove_player, rename_player,
     ClientLine, PlayerExtension, ServerExtension,
 };
-use net_core::wire::{decode_packet, encode_packet, HEADER_LEN, PROTOCOL_VERSION, SIGNATURE};
+use net_core::wire::{decode_packet, encode_packet};
 use parsec_backend_abi::{NET_BackendVTable, NET_Node, NET_BACKEND_OK};
 
 /// A fuzz target's check: panics when a parser breaks its promise.
 pub type Check = fn(&[u8]);
+
+mod relay_script;
+pub use relay_script::relay_datagrams;
 
 /// Every fuzz target by name, with its check.
 pub const TARGETS: &[(&str, Check)] = &[
@@ -459,63 +460,6 @@ pub fn http_request(data: &[u8]) {
     if code == 200 {
         assert!(head_only || request.starts_with("GET "));
         assert!(head_only || body == pages.html || body == pages.json);
-    }
-}
-
-/// The gameserver's relay fed datagrams from seated clients and strangers: never panics, and
-/// everything it sends is a packet that decodes, within the payload limit, addressed to a
-/// client where it was seated or where the relay said it followed it (`poll_moved`). The input
-/// is a series of datagrams, each `[source, time step, length / 8]` then its bytes; the
-/// clients' tokens are small numbers (7-9) so the fuzzer finds them.
-pub fn relay_datagrams(data: &[u8]) {
-    const CLIENTS: u8 = 3;
-    let config = RelayConfig::default();
-    let max_payload = config.max_payload;
-    let mut relay = RelayCore::new(config);
-    let mut now = Instant::now();
-    let seat = |i: u8| SocketAddr::from(([127, 0, 0, 1], 7000 + u16::from(i)));
-    let mut known: Vec<SocketAddr> = (0..CLIENTS).map(seat).collect();
-    for slot in 0..CLIENTS {
-        relay.add_client(now, slot, seat(slot), u32::from(slot) + 7);
-    }
-    let mut rest = data;
-    let mut buf = vec![0u8; 4096];
-    let mut scratch = Vec::new();
-    while rest.len() >= 3 {
-        let (source, step, len) = (rest[0], rest[1], usize::from(rest[2]) * 8);
-        rest = &rest[3..];
-        let (datagram, tail) = rest.split_at(len.min(rest.len()));
-        rest = tail;
-        now += Duration::from_millis(u64::from(step) * 4);
-        // Sources 0-2 are the seated clients, 3 another host, 4 another port of theirs.
-        let from = match source % 5 {
-            3 => SocketAddr::from(([10, 0, 0, 9], 7000)),
-            4 => SocketAddr::from(([127, 0, 0, 1], 9000)),
-            i => seat(i),
-        };
-        // With bit 0x40 the header's signature, version, slot and token are made the seated
-        // client's (slot 0 for sources 3 and 4), so the rest of the packet reaches the relay.
-        let mut patched = datagram.to_vec();
-        if source & 0x40 != 0 && patched.len() >= HEADER_LEN {
-            let slot = (source % 5) % CLIENTS;
-            patched[..3].copy_from_slice(&SIGNATURE);
-            patched[3] = PROTOCOL_VERSION;
-            patched[5] = slot;
-            patched[20..24].copy_from_slice(&(u32::from(slot) + 7).to_be_bytes());
-        }
-        relay.handle_datagram(now, from, &patched);
-        if source & 0x80 != 0 {
-            relay.handle_timeout(now);
-        }
-        while let Some((_, to)) = relay.poll_moved() {
-            known.push(to);
-        }
-        while let Some((to, n)) = relay.poll_transmit(now, &mut buf) {
-            assert!(n <= max_payload, "a datagram of {n} bytes");
-            assert!(known.contains(&to), "sent to {to}, not a client");
-            decode_packet(&buf[..n], &mut scratch).expect("the relay sends valid packets");
-        }
-        while relay.poll_silent().is_some() {}
     }
 }
 
