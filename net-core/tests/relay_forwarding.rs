@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use net_core::relay::{RelayConfig, RelayCore};
 use net_core::rmev::{ChatText, CustomData, EarlierTokens, RemoteEvent, ResumeStep, ShipState};
-use net_core::session::Delivery;
+use net_core::session::{Delivery, Link, LinkConfig, PacketMeta};
 use net_core::wire::{decode_packet, PacketType};
 
 mod support;
@@ -459,6 +459,78 @@ fn a_silent_client_is_not_followed_to_another_host_even_with_its_token() {
     assert_eq!(relay.poll_moved(), Some((0, moved)));
     relay.handle_timeout(later + Duration::from_millis(100));
     assert_eq!(texts_to(&mut relay, &mut c, later), ["still a"]);
+}
+
+/// A player that comes back (a backend switch) may be seated in another slot than before. What
+/// its old link still owed it can include what the earlier player of its new slot said: sent
+/// under its own slot, the client would take it for its own. Those events are dropped.
+#[test]
+fn a_client_coming_back_in_another_slot_is_never_sent_the_events_of_that_slots_earlier_player() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1, 2], now);
+    let mut a = greeted(&mut relay, 0, now);
+    let _b = greeted(&mut relay, 1, now);
+    let mut c = greeted(&mut relay, 2, now);
+    relay.handle_timeout(now);
+    // C speaks; B never gets it (its packets are lost), then B leaves, then C.
+    let p = c.packet(now, PacketType::GameState, None, vec![text("from c")]);
+    relay.handle_datagram(now, addr(2), &p);
+    relay.handle_timeout(now + Duration::from_millis(30));
+    assert_eq!(
+        texts_to(&mut relay, &mut a, now),
+        ["from c"],
+        "A got it (B's packet was lost)"
+    );
+    relay.remove_client(now, 1);
+    relay.remove_client(now, 2);
+    // B comes back under a new token and is seated in slot 2 this time.
+    let later = now + Duration::from_millis(100);
+    let back_at = SocketAddr::from(([127, 0, 0, 1], 7100));
+    relay.add_client(later, 2, back_at, 0xB2);
+    let mut back = Link::new(LinkConfig::default());
+    let send = |relay: &mut RelayCore, link: &mut Link, event: RemoteEvent| {
+        link.queue_event(event);
+        let meta = PacketMeta {
+            kind: PacketType::NodeAlive,
+            sender_slot: Some(2),
+            joined: true,
+            token: 0xB2,
+            relay: false,
+        };
+        let mut buf = [0u8; 1400];
+        let len = link.write_packet(later, &mut buf, meta, None).unwrap();
+        relay.handle_datagram(later, back_at, &buf[..len]);
+    };
+    let earlier = EarlierTokens::new([token(1)]);
+    send(
+        &mut relay,
+        &mut back,
+        RemoteEvent::Resume(ResumeStep::Hello(earlier)),
+    );
+    send(&mut relay, &mut back, RemoteEvent::Resume(ResumeStep::Done));
+    relay.handle_timeout(later + Duration::from_millis(30));
+    let mut buf = [0u8; 1400];
+    let mut events = Vec::new();
+    let mut sent = 0;
+    while let Some((to, len)) = relay.poll_transmit(later, &mut buf) {
+        if to != back_at {
+            continue;
+        }
+        sent += 1;
+        let packet = decode_packet(&buf[..len], &mut events).unwrap();
+        assert_ne!(
+            packet.header.sender_slot,
+            Some(2),
+            "the player back in slot 2 was sent slot 2's earlier player's events as its own: {events:?}"
+        );
+    }
+    assert!(sent > 0, "the relay answers the player that came back");
+    assert_eq!(
+        relay.resume_stats().resumed,
+        1,
+        "{:?}",
+        relay.resume_stats()
+    );
 }
 
 #[test]

@@ -441,10 +441,16 @@ impl Run {
             ports_used: port,
         });
         // Bit 1: no hello (the relay holds what the others say until its hold limit); bit 2: it
-        // is coming back and names its earlier tokens.
+        // is coming back and names its earlier tokens (with bit 3, those of the players of
+        // another slot: it sat there before, and the server seats it elsewhere now).
         if how & 2 == 0 {
+            let before = if how & 8 != 0 {
+                (how >> 4) % SLOTS
+            } else {
+                slot
+            };
             let tokens = if how & 4 != 0 {
-                EarlierTokens::new(self.earlier[usize::from(slot)].iter().copied().take(4))
+                EarlierTokens::new(self.earlier[usize::from(before)].iter().copied().take(4))
             } else {
                 EarlierTokens::default()
             };

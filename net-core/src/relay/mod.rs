@@ -339,7 +339,8 @@ impl RelayCore {
     /// link; never its own, from an earlier session of it that was still seated.
     fn queue_for(client: &mut Client, events: impl Iterator<Item = Relayed>, max: usize) {
         for (origin, serial, event) in events {
-            if client.is_own(origin, serial) {
+            // Its own, or (never relayed under its own slot) an earlier player's of its slot.
+            if client.is_own(origin, serial) || origin == client.slot {
                 continue;
             }
             match client.held.as_mut() {
@@ -787,6 +788,13 @@ impl RelayCore {
                 got.sort_unstable();
                 let delivered = |serial: &u64| got.binary_search(serial).is_ok();
                 owed.retain(|(_, serial, _)| !delivered(serial));
+                // Back in another slot than before, what the earlier player of its new slot said
+                // would go out under its own slot: the client would take it for its own.
+                let before = owed.len();
+                owed.retain(|(origin, _, _)| *origin != slot);
+                self.resume
+                    .stats_mut()
+                    .count_dropped(before.saturating_sub(owed.len()));
                 let carried = owed.len();
                 // What waits in its burst buffer was meant for the held queue too (an old link
                 // may hold the same events).
