@@ -44,6 +44,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The admin's message lines after an accepted join.
 const MESSAGE_LINES: u8 = 4;
+/// How long the join after a backend switch is sent again while the server says the player's
+/// name is taken, and how often. The server may read the new connection's join before the old
+/// connection's `remove me` (two TCP connections, no order between them): the name is then
+/// still the player's own earlier seat's. After the window the refusal stands (someone else
+/// took the name).
+const SWITCH_NAME_RETRY_WINDOW: Duration = Duration::from_secs(5);
+const SWITCH_NAME_RETRY_EVERY: Duration = Duration::from_millis(200);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -80,6 +87,10 @@ pub struct ServerClient {
     /// packets may move it elsewhere in the session (peer to peer, the slotserver never knows),
     /// so the server's `remove ip:` and `name ip:` lines are matched here first.
     announced: Vec<(u8, Node)>,
+    /// A switch's join the server refused as "name already taken" (see
+    /// `SWITCH_NAME_RETRY_WINDOW`): when the join goes out again (None: sent, waiting for the
+    /// answer), and until when a refusal is retried.
+    rejoin: Option<(Option<Instant>, Instant)>,
 }
 
 /// The parts of `join from NAME accepted, slot: N, server name: S[ udp: U token: T]`.
@@ -228,6 +239,7 @@ impl ServerClient {
             scratch: Vec::new(),
             stats: ServerClientStats::default(),
             announced: Vec::new(),
+            rejoin: None,
         }
     }
 
@@ -251,6 +263,20 @@ impl ServerClient {
                 .push_back(StreamCommand::SendLine("remove me".to_string()));
         }
         self.stream_out.push_back(StreamCommand::Close);
+    }
+
+    /// Whether a join refused as "name already taken" goes out again (a backend switch's
+    /// reconnect, within `SWITCH_NAME_RETRY_WINDOW` of the first refusal); if so, when.
+    fn join_again_later(&mut self, now: Instant) -> bool {
+        let switching = self.params.as_ref().is_some_and(|p| p.resume.is_some());
+        let until = self
+            .rejoin
+            .map_or(now + SWITCH_NAME_RETRY_WINDOW, |(_, until)| until);
+        if !switching || now >= until {
+            return false;
+        }
+        self.rejoin = Some((Some(now + SWITCH_NAME_RETRY_EVERY), until));
+        true
     }
 
     fn fail(&mut self, text: String) {
@@ -437,6 +463,11 @@ impl ServerClient {
                     if let Err(err) = self.take_accepted(now, accepted) {
                         self.fail(err.message);
                     }
+                } else if line == "name already taken" && self.join_again_later(now) {
+                    log::info!(
+                        "{}: the name is still taken by this player's seat before the switch; joining again",
+                        self.kind
+                    );
                 } else if REFUSALS.contains(&line.as_str()) {
                     self.fail(format!("the server refused: {line}"));
                 } else {
@@ -559,6 +590,7 @@ impl ClientProtocol for ServerClient {
         self.params = Some(params);
         self.session = None;
         self.server_peer = None;
+        self.rejoin = None;
         self.stream_out.clear();
         self.stream_out
             .push_back(StreamCommand::Connect { host, port });
@@ -611,6 +643,15 @@ impl ClientProtocol for ServerClient {
                     ANSWER_TIMEOUT.as_secs()
                 ));
             }
+            Phase::Joining { .. } => {
+                if let Some((Some(at), until)) = self.rejoin {
+                    if now >= at {
+                        self.rejoin = Some((None, until));
+                        let line = self.join_line();
+                        self.stream_out.push_back(StreamCommand::SendLine(line));
+                    }
+                }
+            }
             Phase::Joined => {
                 if let Some(session) = self.session.as_mut() {
                     let (_, server_silent) = session.handle_timeout(now);
@@ -630,7 +671,10 @@ impl ClientProtocol for ServerClient {
     fn poll_timeout(&self) -> Option<Instant> {
         match self.phase {
             Phase::Connecting { since } => Some(since + CONNECT_TIMEOUT),
-            Phase::Joining { since } => Some(since + ANSWER_TIMEOUT),
+            Phase::Joining { since } => {
+                let again = self.rejoin.and_then(|(at, _)| at);
+                Some(again.map_or(since + ANSWER_TIMEOUT, |at| at.min(since + ANSWER_TIMEOUT)))
+            }
             Phase::Joined => self.session.as_ref().and_then(Session::poll_timeout),
             _ => None,
         }
@@ -981,6 +1025,91 @@ mod tests {
         opened(&mut client, at);
         stream_commands(&mut client);
         (client, at)
+    }
+
+    /// A client reconnecting after a backend switch (it carries the session's resume state),
+    /// its join line out at the returned time, and that line.
+    fn joining_after_a_switch() -> (ServerClient, Instant, String) {
+        let start = Instant::now();
+        let mut client = ServerClient::new(ProtocolKind::GameServer);
+        let mut params = params_named("maverick");
+        params.resume = Some(std::sync::Arc::new(crate::session::ResumeState::default()));
+        client.connect(start, params).expect("connect starts");
+        let at = start + Duration::from_millis(10);
+        let sent = opened(&mut client, at);
+        let Some(StreamCommand::SendLine(join)) = sent.last() else {
+            panic!("no join line: {sent:?}");
+        };
+        (client, at, join.clone())
+    }
+
+    /// The server read the new connection's join before the old connection's `remove me`: the
+    /// name is this player's own, still seated. The join goes out again until the old seat is
+    /// gone, and the switch ends in the game rather than outside it.
+    #[test]
+    fn a_switch_join_refused_for_its_own_earlier_seat_is_sent_again() {
+        let (mut client, at, join) = joining_after_a_switch();
+        client.handle_stream(at, StreamEvent::Line("name already taken".into()));
+        assert!(errors(&mut client).is_empty());
+        assert!(client.is_active());
+        tick(
+            &mut client,
+            at + SWITCH_NAME_RETRY_EVERY - Duration::from_millis(1),
+        );
+        assert!(stream_commands(&mut client).is_empty());
+        let again = at + SWITCH_NAME_RETRY_EVERY;
+        assert_eq!(client.poll_timeout(), Some(again));
+        tick(&mut client, again);
+        assert_eq!(
+            stream_commands(&mut client),
+            [StreamCommand::SendLine(join)]
+        );
+        client.handle_stream(
+            again,
+            StreamEvent::Line(
+                "join from maverick accepted, slot: 1, server name: s udp: 6522 token: 5".into(),
+            ),
+        );
+        assert!(matches!(
+            client.poll_event(),
+            Some(GameEvent::Connected { slot: 1 })
+        ));
+    }
+
+    /// Someone else has the name: after the retry window the refusal stands, as at once for a
+    /// connect that is no switch.
+    #[test]
+    fn a_switch_join_whose_name_stays_taken_is_refused_after_the_retry_window() {
+        let (mut client, at, join) = joining_after_a_switch();
+        let mut now = at;
+        loop {
+            client.handle_stream(now, StreamEvent::Line("name already taken".into()));
+            let errors = errors(&mut client);
+            if !errors.is_empty() {
+                assert_eq!(errors, ["the server refused: name already taken"]);
+                break;
+            }
+            assert!(
+                now < at + SWITCH_NAME_RETRY_WINDOW,
+                "still retrying at {:?}",
+                now - at
+            );
+            now = client.poll_timeout().expect("a retry is due");
+            tick(&mut client, now);
+            assert_eq!(
+                stream_commands(&mut client),
+                [StreamCommand::SendLine(join.clone())]
+            );
+        }
+        assert!(now >= at + SWITCH_NAME_RETRY_WINDOW - SWITCH_NAME_RETRY_EVERY);
+        assert!(!client.is_active());
+
+        let (mut fresh, at) = joining();
+        fresh.handle_stream(at, StreamEvent::Line("name already taken".into()));
+        assert_eq!(
+            errors(&mut fresh),
+            ["the server refused: name already taken"]
+        );
     }
 
     #[test]
