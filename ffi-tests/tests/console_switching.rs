@@ -9,13 +9,16 @@
 //!   on a `parsecnet slotserver` and eve on a `parsecnet gameserver`; everyone sends a numbered
 //!   series of reliable custom events. cid types `say`, then `net.subsys slotserver`,
 //!   `net.server HOST:PORT`, `connect`, `say`; later `net.subsys gameserver` and `connect
-//!   HOST:PORT`, and there `net.api trace` and `net.api udp`; then `net.subsys peer` and
-//!   `connect HOST:PORT` of ann. After every step the
+//!   HOST:PORT`; then `net.subsys peer` and `connect HOST:PORT` of ann; in each of the three
+//!   games it also types `net.api trace` and `net.api udp`. After every step the
 //!   replies, `status` and `players` must show the right protocol, backend, state, slot and
-//!   players; each game sees cid leave and arrive once (PLAYER_DISCONNECTED, PLAYER_CONNECTED
-//!   with its name, PLAYER_JOINED), cid sees DISCONNECTED then CONNECTED once per switch and
-//!   the others by name; every chat line and series number cid sent right before a switch
-//!   reaches the players it was seated with, once and in order, and one sent right after is
+//!   players; each game sees cid leave and arrive once per switch, in that order
+//!   (PLAYER_DISCONNECTED, PLAYER_CONNECTED with its name, PLAYER_JOINED), in whatever slot it
+//!   is given (a backend switch may move it: docs/decisions.md), cid sees DISCONNECTED then
+//!   CONNECTED once per switch and the others by name, and NET_FetchPlayerName names exactly
+//!   the players seated; every chat line and series number cid sent right before a switch
+//!   reaches the players it was seated with, once and in order (after a backend switch,
+//!   possibly resumed after it came back), and one sent right after a protocol switch is
 //!   refused (NET_ERR_NOT_CONNECTED) until CONNECTED, never silently lost.
 //!
 //! Counting and ordering only; waits are for events, with generous limits.
@@ -190,6 +193,99 @@ fn said_then_left(game: &LiveGame, from: usize, slot: i32, text: &str) {
     }
 }
 
+/// In `game`'s events from line `from` on: one PLAYER_DISCONNECTED of `old`, one
+/// PLAYER_CONNECTED of `name` in `new` after it, and `text` once: from `old` before the
+/// departure, or from `new` after the arrival. A `net.api` switch resumes: what the old session
+/// had not sent goes out first on the new one (docs/decisions.md), so a line typed just before
+/// the switch may come either way, but never twice, never lost, and never from a slot the game
+/// does not seat `name` in at that moment.
+#[track_caller]
+fn said_across_a_switch(game: &LiveGame, from: usize, old: i32, new: i32, name: &str, text: &str) {
+    let said =
+        |e: &Event| e.kind == "TEXT" && e.text == text && (e.player == old || e.player == new);
+    wait_for(game, from, said, text);
+    let events = game.events_since(from);
+    let at = |what: &dyn Fn(&Event) -> bool| -> Vec<usize> {
+        (0..events.len()).filter(|&i| what(&events[i])).collect()
+    };
+    let left = at(&|e| e.kind == "PLAYER_DISCONNECTED" && e.player == old);
+    let came = at(&|e| e.kind == "PLAYER_CONNECTED" && e.text == name);
+    let texts = at(&said);
+    let ok = match (&left[..], &came[..], &texts[..]) {
+        (&[l], &[c], &[t]) => {
+            l < c && ((t < l && events[t].player == old) || (t > c && events[t].player == new))
+        }
+        _ => false,
+    };
+    if !ok {
+        game.fail(&format!(
+            "wanted {text:?} once, from slot {old} before its one PLAYER_DISCONNECTED or from \
+             slot {new} after {name}'s one PLAYER_CONNECTED there: text at {texts:?}, left at \
+             {left:?}, came at {came:?} of the events since line {from}"
+        ));
+    }
+}
+
+/// cid, seated in `slot`, types `say before B` and `net.api B` for B = trace and then udp, in
+/// the middle of whatever game it is in (`head(slot)`: how `status` starts there); each of
+/// `watchers` (a game and the other players it seats besides cid) watches. cid comes back
+/// seated and joined over B in whatever slot it is given (docs/decisions.md: "its slot may
+/// change"); every watcher sees it leave its slot once and arrive once by name, in that
+/// order, hears what it said just before the switch once (before it left, or resumed after
+/// it came back), and what it says over B from its new slot, and knows exactly the players it
+/// seats. Returns cid's slots, the first one included.
+#[track_caller]
+fn backend_switches(
+    cid: &mut LiveGame,
+    slot: i32,
+    head: impl Fn(i32) -> String,
+    watchers: &mut [(&mut LiveGame, Vec<(i32, &str)>)],
+) -> Vec<i32> {
+    let seen_by_cid: Vec<(i32, String)> = watchers
+        .iter_mut()
+        .map(|(g, _)| (g.summary_now().slot, g.name().to_string()))
+        .collect();
+    let seen_by_cid: Vec<(i32, &str)> = seen_by_cid.iter().map(|(s, n)| (*s, n.as_str())).collect();
+    let names: Vec<&str> = seen_by_cid.iter().map(|(_, n)| *n).collect();
+    let mut slots = vec![slot];
+    for backend in ["trace", "udp"] {
+        let old = *slots.last().expect("a slot");
+        let b = cid.process.line_count();
+        let marks: Vec<usize> = watchers
+            .iter()
+            .map(|(g, _)| g.process.line_count())
+            .collect();
+        exec(cid, &format!("say before {backend}"), 0, "");
+        exec(cid, &format!("net.api {backend}"), 0, backend);
+        let slot = connected_slot(cid, b);
+        status(cid, &head(slot), &[&format!("\nbackend: {backend} ")]);
+        players(cid, &names);
+        exec(cid, &format!("say over {backend}"), 0, "");
+        for ((game, others), &e) in watchers.iter_mut().zip(&marks) {
+            let name = game.name().to_string();
+            assert_eq!(
+                arrival(game, e, "cid"),
+                slot,
+                "{name} saw cid arrive elsewhere"
+            );
+            said_across_a_switch(game, e, old, slot, "cid", &format!("before {backend}"));
+            let over = format!("over {backend}");
+            wait_for(
+                game,
+                e,
+                |ev| ev.kind == "TEXT" && ev.player == slot && ev.text == over,
+                &over,
+            );
+            let mut known = others.clone();
+            known.push((slot, "cid"));
+            knows(game, &known);
+        }
+        knows(cid, &seen_by_cid);
+        slots.push(slot);
+    }
+    slots
+}
+
 /// `NET_FetchPlayerName` (the summary lists every other slot it names) names exactly `who`:
 /// no player of a game the switcher left, or that left this game, is still known.
 #[track_caller]
@@ -288,15 +384,24 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
         &format!("connecting to the slotserver at {at}"),
     );
     // Refused while connecting; taken once CONNECTED came (a fast server may beat this line).
-    let before = cid.process.line_count();
+    // peer_game polls every event after NETs_MaintainNet and only then reads its control
+    // lines, so its output says which came first: the line checks `CONTROL` against
+    // `EVENT type=CONNECTED` there, not against when this test sent it.
     let (rc, reply) = cid.exec("say while connecting");
-    let connected_first = cid.process.lines_from(m[2])[..before - m[2]]
+    let cid_lines = cid.process.lines_from(m[2]);
+    let control = cid_lines
+        .iter()
+        .position(|l| l == "CONTROL line=\"say while connecting\"")
+        .unwrap_or_else(|| cid.fail("no CONTROL line for `say while connecting`"));
+    let connected_first = cid_lines[..control]
         .iter()
         .any(|l| l.starts_with("EVENT type=CONNECTED "));
     let refused = rc == NET_ERR_NOT_CONNECTED && reply.contains("not connected");
     let taken = rc == 0 && connected_first;
     if !(refused || taken) {
-        cid.fail(&format!("`say` while connecting returned {rc} {reply:?}"));
+        cid.fail(&format!(
+            "`say` while connecting returned {rc} {reply:?} (CONNECTED before it: {connected_first})"
+        ));
     }
     let cid_slot = connected_slot(&cid, m[2]);
     arrival(&cid, m[2], "dan");
@@ -329,10 +434,33 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
         |e| e.kind == "TEXT" && e.player == cid_slot && e.text == "on the slotserver",
         "cid's chat on the slotserver",
     );
+    let texts_at_dan = |text: &str| {
+        dan.events_since(m[3])
+            .iter()
+            .filter(|e| e.kind == "TEXT" && e.player == cid_slot && e.text == text)
+            .count()
+    };
+    // What the library took is delivered (before "on the slotserver", queued after it); what
+    // it refused is not.
+    let wanted_at_dan = usize::from(taken);
+    if texts_at_dan("while connecting") != wanted_at_dan {
+        dan.fail(&format!(
+            "cid's `say while connecting` (rc {rc}) reached dan {} times, wanted {wanted_at_dan}",
+            texts_at_dan("while connecting")
+        ));
+    }
     knows(&mut dan, &[(cid_slot, "cid")]);
     knows(&mut cid, &[(dan_slot, "dan")]);
     knows(&mut ann, &[(ben_slot, "ben")]);
     knows(&mut ben, &[(ann_slot, "ann")]);
+    // The backend too, in the middle of the slotserver game, and back.
+    let ss_slots = backend_switches(
+        &mut cid,
+        cid_slot,
+        |slot| format!("slotserver (on 'slotserver' ({at}), slot {slot}, 1 other player, joined)"),
+        &mut [(&mut dan, vec![])],
+    );
+    let cid_slot = *ss_slots.last().expect("a slot");
 
     // 2. slotserver -> gameserver, with `connect HOST:PORT`.
     let m = mark([&ann, &ben, &cid, &dan, &eve]);
@@ -387,43 +515,13 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
     knows(&mut eve, &[(cid_slot_2, "cid")]);
     knows(&mut cid, &[(eve_slot, "eve")]);
     knows(&mut dan, &[]);
-    // The backend too, in the middle of the gameserver game, and back. cid comes back joined,
-    // in whatever slot the server gives it (docs/decisions.md: "its slot may change"; the
-    // server may read the new connection's join before the old one's `remove me`): eve sees
-    // it leave its slot once, after what it said there, and arrive once by name, and hears
-    // what it says over the new backend from the new slot.
-    let mut gs_slots = vec![cid_slot_2];
-    for backend in ["trace", "udp"] {
-        let old = *gs_slots.last().expect("a slot");
-        let b = cid.process.line_count();
-        let e = eve.process.line_count();
-        exec(&mut cid, &format!("say before {backend}"), 0, "");
-        exec(&mut cid, &format!("net.api {backend}"), 0, backend);
-        let slot = connected_slot(&cid, b);
-        status(
-            &mut cid,
-            &format!("gameserver (on 'gameserver' ({at}), slot {slot}, 1 other player, joined)"),
-            &[&format!("\nbackend: {backend} ")],
-        );
-        players(&mut cid, &["eve"]);
-        exec(&mut cid, &format!("say over {backend}"), 0, "");
-        said_then_left(&eve, e, old, &format!("before {backend}"));
-        assert_eq!(
-            arrival(&eve, e, "cid"),
-            slot,
-            "eve saw cid arrive elsewhere"
-        );
-        let over = format!("over {backend}");
-        wait_for(
-            &eve,
-            e,
-            |ev| ev.kind == "TEXT" && ev.player == slot && ev.text == over,
-            &over,
-        );
-        knows(&mut eve, &[(slot, "cid")]);
-        knows(&mut cid, &[(eve_slot, "eve")]);
-        gs_slots.push(slot);
-    }
+    // The backend too, in the middle of the gameserver game, and back.
+    let gs_slots = backend_switches(
+        &mut cid,
+        cid_slot_2,
+        |slot| format!("gameserver (on 'gameserver' ({at}), slot {slot}, 1 other player, joined)"),
+        &mut [(&mut eve, vec![])],
+    );
     let cid_slot_2 = *gs_slots.last().expect("a slot");
 
     // 3. gameserver -> peer, with `connect HOST:PORT` of ann.
@@ -479,6 +577,17 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
     }
     knows(&mut cid, &[(ann_slot, "ann"), (ben_slot, "ben")]);
     knows(&mut eve, &[]);
+    // The backend too, in the middle of the peer game, and back.
+    let mut peer_slots = backend_switches(
+        &mut cid,
+        cid_slot_3,
+        |slot| format!("peer (in game, slot {slot}, 3 of 4 players, joined)"),
+        &mut [
+            (&mut ann, vec![(ben_slot, "ben")]),
+            (&mut ben, vec![(ann_slot, "ann")]),
+        ],
+    );
+    peer_slots.push(cid_peer_slot);
 
     // Everyone's view of the whole session, once everything drained.
     let mut games = vec![ann, ben, cid, dan, eve];
@@ -491,32 +600,29 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
         .filter(|e| e.kind == "CONNECTED" || e.kind == "DISCONNECTED" || e.kind == "ERROR")
         .map(|e| e.kind)
         .collect();
-    // Three protocol switches and two backend switches (SPEC 5, docs/console.md: the game sees
+    // Three protocol switches and two backend switches in each game (SPEC 5, docs/console.md: the game sees
     // a disconnect and a connect for each).
-    let wanted = ["DISCONNECTED", "CONNECTED"].repeat(5);
+    let wanted = ["DISCONNECTED", "CONNECTED"].repeat(9);
     if cid_kinds != wanted {
         games[2].fail(&format!(
             "cid's own events: {cid_kinds:?}, wanted {wanted:?}"
         ));
     }
     // What each other game saw of cid, in order: a departure (after the chat line checked
-    // above) and an arrival by name and a join. On the gameserver, each of cid's two backend
-    // switches is seen as cid leaving and coming back, in whichever slot the server gave it
+    // above) and an arrival by name and a join. In every game, each of cid's two backend
+    // switches is seen as cid leaving and then coming back, in whichever slot it was given
     // (it reconnects; its reliable events are resumed, see the series below).
     let leave = ["PLAYER_DISCONNECTED"];
     let come = ["PLAYER_CONNECTED", "PLAYER_JOINED"];
+    let peer_seen = [&leave[..], &come, &leave, &come, &leave, &come].concat();
     let seen: [(usize, &[i32], Vec<&str>); 4] = [
+        (0, &peer_slots, peer_seen.clone()),
+        (1, &peer_slots, peer_seen),
         (
-            0,
-            &[cid_peer_slot, cid_slot_3],
-            [&leave[..], &come[..]].concat(),
+            3,
+            &ss_slots,
+            [&come[..], &leave, &come, &leave, &come, &leave].concat(),
         ),
-        (
-            1,
-            &[cid_peer_slot, cid_slot_3],
-            [&leave[..], &come[..]].concat(),
-        ),
-        (3, &[cid_slot], [&come[..], &leave[..]].concat()),
         (
             4,
             &gs_slots,
@@ -525,7 +631,7 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
     ];
     for (i, slots, wanted) in seen {
         let events = games[i].events_since(start[i]);
-        let about_cid: Vec<&str> = events
+        let about_cid: Vec<&Event> = events
             .iter()
             .filter(|e| {
                 (e.kind == "PLAYER_CONNECTED" && e.text == "cid")
@@ -533,8 +639,13 @@ fn a_player_switches_peer_slotserver_gameserver_peer_in_mid_game() {
                         && ["PLAYER_DISCONNECTED", "PLAYER_JOINED", "PLAYER_CONNECTED"]
                             .contains(&e.kind.as_str()))
             })
-            .map(|e| e.kind.as_str())
             .collect();
+        let told: Vec<String> = about_cid
+            .iter()
+            .map(|e| format!("{} {} {:?}", e.kind, e.player, e.text))
+            .collect();
+        println!("{} saw of cid: {}", games[i].name(), told.join(", "));
+        let about_cid: Vec<&str> = about_cid.iter().map(|e| e.kind.as_str()).collect();
         let errors: Vec<&Event> = events.iter().filter(|e| e.kind == "ERROR").collect();
         if about_cid != wanted || !errors.is_empty() {
             games[i].fail(&format!(
