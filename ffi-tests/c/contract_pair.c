@@ -17,8 +17,9 @@
  *   - NET_FetchPlayerName gives the new name once its PLAYER_NAME event is polled, and
  *     NET_GetPlayerState the exact state the other set;
  *   - at the end one game says "bye" and disconnects in the same frame: the other gets the text
- *     (events queued before NETs_Disconnect still go out), then PLAYER_DISCONNECTED with its
- *     slot, and after that the slot has no name and no state.
+ *     (events queued before NETs_Disconnect still go out) and, while handling it, still the
+ *     sender's name and last state (its PLAYER_DISCONNECTED is not polled yet), then
+ *     PLAYER_DISCONNECTED with its slot, and after that the slot has no name and no state.
  *
  * Usage: contract_pair --name NAME --peer HOST:PORT [--exec LINE]... [--leave] [--name-anywhere]
  *                      [--duration MS]
@@ -352,9 +353,21 @@ static void handle(struct game *g, const NET_Event *e)
         break;
     }
     if (e->type == NET_EVENT_TEXT && g->done && strcmp(e->text, "bye") == 0) {
-        /* Its name may be gone already: the PLAYER_DISCONNECTED that follows arrived in the same
-         * frame, and the lookups answer as of the frame (docs/decisions.md). */
+        /* The PLAYER_DISCONNECTED that follows came in the same frame: the leaving player is
+         * still looked up (its last name and state) until that event is polled
+         * (docs/decisions.md). */
+        const char *name = NET_FetchPlayerName(e->player_id);
+        NET_ShipState state;
+        int32_t rc = NET_GetPlayerState(e->player_id, &state);
+
         expect_true("the last text comes from the other's slot", e->player_id == g->other, "");
+        snprintf(why, sizeof why, "\"%s\" (want \"%s\")", name != NULL ? name : "(NULL)",
+                 g->theirs.new_name);
+        expect_true("NET_FetchPlayerName of the sender while handling its last text",
+                    name != NULL && strcmp(name, g->theirs.new_name) == 0, why);
+        expect_code("NET_GetPlayerState of the sender while handling its last text", rc, NET_OK);
+        expect_true("NET_GetPlayerState of the sender while handling its last text is its last",
+                    rc == NET_OK && memcmp(&state, &g->theirs.state, sizeof state) == 0, "");
         g->got_bye = 1;
         return;
     }

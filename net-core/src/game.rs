@@ -29,6 +29,18 @@ const OWN_OBJECTS_LIMIT: usize = 65_536;
 /// Asked for an object's current position right before a time-critical event is sent.
 pub type PositionCallback = Box<dyn FnMut(u32) -> Option<[f32; 3]> + Send>;
 
+/// A player whose PlayerDisconnected is queued for the game but not polled yet, as the lookups
+/// showed it just before it left: `NET_FetchPlayerName` and `NET_GetPlayerState` of its slot
+/// answer with it until the game polls that event, so the game can still name the player of
+/// the events queued before it (its last chat line). `None` where nothing was shown (the lookup
+/// answers as if it were gone), both `None` once the own game left (see `queue_departing`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Departing {
+    pub slot: u8,
+    pub name: Option<PlayerName>,
+    pub state: Option<ShipState>,
+}
+
 /// Counters of the game interface shown by `status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GameStats {
@@ -42,6 +54,9 @@ pub struct GameInterface {
     name: PlayerName,
     local_state: ShipState,
     events: VecDeque<GameEvent>,
+    /// One per PlayerDisconnected in `events` (and in that order): the departing players the
+    /// lookups still show (see [`Departing`]).
+    departing: VecDeque<Departing>,
     position_callback: Option<PositionCallback>,
     recorder: Option<DemoRecorder>,
     player: Option<DemoPlayer>,
@@ -81,6 +96,7 @@ impl Default for GameInterface {
             name: default_player_name(crate::random::nonzero_u32()),
             local_state: ShipState::default(),
             events: VecDeque::new(),
+            departing: VecDeque::new(),
             position_callback: None,
             recorder: None,
             player: None,
@@ -138,6 +154,17 @@ impl GameInterface {
     /// An event from the live protocol: recorded if recording, then queued for the game.
     /// Live events are not shown while a demo plays (the game sees the demo).
     pub fn deliver(&mut self, now: Instant, event: GameEvent) {
+        self.deliver_departing(now, event, None);
+    }
+
+    /// [`deliver`](Self::deliver), for a PlayerDisconnected with the departing player as the
+    /// live lookups showed it.
+    pub fn deliver_departing(
+        &mut self,
+        now: Instant,
+        event: GameEvent,
+        departing: Option<Departing>,
+    ) {
         match event {
             GameEvent::Connected { slot } => self.own_slot = Some(slot),
             GameEvent::Disconnected { .. } => {
@@ -155,7 +182,7 @@ impl GameInterface {
             }
         }
         if self.player.is_none() {
-            self.queue(event);
+            self.queue_departing(event, departing);
         } else if matches!(event, GameEvent::Disconnected { .. }) {
             self.held_disconnect = Some(event);
         }
@@ -240,12 +267,55 @@ impl GameInterface {
     }
 
     fn queue(&mut self, event: GameEvent) {
+        self.queue_departing(event, None);
+    }
+
+    /// Queue `event` for the game; a PlayerDisconnected keeps its departing player shown until
+    /// the game polls it (`departing`, an unseated slot's if `None`). The own game's
+    /// Disconnected ends that: out of a game nobody is shown.
+    fn queue_departing(&mut self, event: GameEvent, departing: Option<Departing>) {
         if self.events.len() >= EVENT_QUEUE_LIMIT {
-            self.events.pop_front();
+            if let Some(dropped) = self.events.pop_front() {
+                self.forget_departing(&dropped);
+            }
             self.stats.events_dropped += 1;
+        }
+        match &event {
+            GameEvent::Disconnected { .. } => {
+                for d in self.departing.iter_mut() {
+                    (d.name, d.state) = (None, None);
+                }
+            }
+            GameEvent::PlayerDisconnected { slot, .. } => {
+                let slot = *slot;
+                self.departing.push_back(departing.unwrap_or(Departing {
+                    slot,
+                    name: None,
+                    state: None,
+                }));
+            }
+            _ => {}
         }
         self.events.push_back(event);
         self.stats.events_queued += 1;
+    }
+
+    /// The game has polled (or lost) `event`: a PlayerDisconnected's player is no longer shown.
+    fn forget_departing(&mut self, event: &GameEvent) {
+        if let GameEvent::PlayerDisconnected { slot, .. } = event {
+            if let Some(index) = self.departing.iter().position(|d| d.slot == *slot) {
+                self.departing.remove(index);
+            }
+        }
+    }
+
+    /// The player in `slot` whose PlayerDisconnected the game has not polled yet (the earliest
+    /// such one): lookups of the slot answer with it, live and in playback alike.
+    pub fn departing(&self, slot: u8) -> Option<&Departing> {
+        self.departing
+            .iter()
+            .find(|d| d.slot == slot)
+            .filter(|d| d.name.is_some() || d.state.is_some())
     }
 
     /// The next event for the game.
@@ -254,6 +324,7 @@ impl GameInterface {
             self.take_fed_events();
         }
         let event = self.events.pop_front()?;
+        self.forget_departing(&event);
         self.stats.events_polled += 1;
         Some(event)
     }
@@ -524,20 +595,31 @@ impl GameInterface {
         };
         while self.fed.front().is_some_and(|(t, _)| *t <= time) {
             let (_, item) = self.fed.pop_front().expect("a fed item");
-            self.playback.apply(&item);
-            if let DemoItem::Event(event) = item {
-                self.queue(event);
-            }
+            self.take_in_fed(item);
         }
     }
 
     /// Hand every fed item to the game at once (`stop`).
     fn take_all_fed(&mut self) {
         while let Some((_, item)) = self.fed.pop_front() {
-            self.playback.apply(&item);
-            if let DemoItem::Event(event) = item {
-                self.queue(event);
-            }
+            self.take_in_fed(item);
+        }
+    }
+
+    /// Take in one fed item and queue its event; a departing player stays shown as the world
+    /// showed it until the game polls its PlayerDisconnected, as live.
+    fn take_in_fed(&mut self, item: DemoItem) {
+        let departing = match &item {
+            DemoItem::Event(GameEvent::PlayerDisconnected { slot, .. }) => Some(Departing {
+                slot: *slot,
+                name: self.playback_name(*slot),
+                state: self.playback_state(*slot).ok(),
+            }),
+            _ => None,
+        };
+        self.playback.apply(&item);
+        if let DemoItem::Event(event) = item {
+            self.queue_departing(event, departing);
         }
     }
 
@@ -581,5 +663,120 @@ pub(crate) fn counted(n: u64, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rmev::{ChatText, RemoteEvent};
+
+    fn name(s: &str) -> PlayerName {
+        PlayerName::new(s.as_bytes()).expect("test name")
+    }
+
+    fn departing(slot: u8, who: &str, x: f32) -> Option<Departing> {
+        let mut state = ShipState::default();
+        state.pos[0] = x;
+        Some(Departing {
+            slot,
+            name: Some(name(who)),
+            state: Some(state),
+        })
+    }
+
+    fn text(slot: u8) -> GameEvent {
+        GameEvent::Remote {
+            slot,
+            event: RemoteEvent::SendText(ChatText::new(b"bye").expect("text")),
+        }
+    }
+
+    fn left(slot: u8) -> GameEvent {
+        GameEvent::PlayerDisconnected {
+            slot,
+            reason: "left".into(),
+        }
+    }
+
+    fn shown(game: &GameInterface, slot: u8) -> Option<String> {
+        game.departing(slot)
+            .and_then(|d| d.name)
+            .map(|n| n.to_string())
+    }
+
+    /// Two players leave slot 3 one after the other before the game polls (the second seated
+    /// in between): each is shown until the game polls its own departure, then nobody.
+    #[test]
+    fn each_departing_player_is_shown_until_its_departure_is_polled() {
+        let mut game = GameInterface::default();
+        let now = Instant::now();
+        game.deliver(now, GameEvent::Connected { slot: 0 });
+        game.deliver(now, text(3));
+        game.deliver_departing(now, left(3), departing(3, "ann", 1.0));
+        let carl = name("carl");
+        game.deliver(
+            now,
+            GameEvent::PlayerConnected {
+                slot: 3,
+                name: carl,
+            },
+        );
+        game.deliver(now, text(3));
+        game.deliver_departing(now, left(3), departing(3, "carl", 2.0));
+        assert_eq!(game.poll_event(), Some(GameEvent::Connected { slot: 0 }));
+        assert_eq!(game.poll_event(), Some(text(3)));
+        assert_eq!(shown(&game, 3).as_deref(), Some("ann"));
+        assert_eq!(
+            game.departing(3).and_then(|d| d.state).map(|s| s.pos[0]),
+            Some(1.0)
+        );
+        assert_eq!(game.poll_event(), Some(left(3)));
+        assert_eq!(shown(&game, 3).as_deref(), Some("carl"));
+        assert!(matches!(
+            game.poll_event(),
+            Some(GameEvent::PlayerConnected { .. })
+        ));
+        assert_eq!(game.poll_event(), Some(text(3)));
+        assert_eq!(shown(&game, 3).as_deref(), Some("carl"));
+        assert_eq!(game.poll_event(), Some(left(3)));
+        assert_eq!(game.departing(3), None);
+        assert_eq!(game.poll_event(), None);
+    }
+
+    /// The own game's DISCONNECTED ends it: out of a game nobody is shown, and a departure
+    /// polled afterwards does not take a later game's departing player with it.
+    #[test]
+    fn the_own_disconnect_ends_what_departing_players_show() {
+        let mut game = GameInterface::default();
+        let now = Instant::now();
+        game.deliver(now, GameEvent::Connected { slot: 0 });
+        game.deliver(now, text(3));
+        game.deliver_departing(now, left(3), departing(3, "ann", 1.0));
+        game.deliver(
+            now,
+            GameEvent::Disconnected {
+                reason: "bye".into(),
+            },
+        );
+        assert_eq!(game.departing(3), None);
+        game.deliver(now, GameEvent::Connected { slot: 0 });
+        game.deliver_departing(now, left(3), departing(3, "bob", 2.0));
+        assert_eq!(
+            game.departing(3),
+            None,
+            "the earliest departure of slot 3 is over"
+        );
+        for _ in 0..3 {
+            game.poll_event();
+        }
+        assert_eq!(shown(&game, 3).as_deref(), Some("bob"));
+        assert!(matches!(
+            game.poll_event(),
+            Some(GameEvent::Disconnected { .. })
+        ));
+        assert_eq!(game.poll_event(), Some(GameEvent::Connected { slot: 0 }));
+        assert_eq!(game.poll_event(), Some(left(3)));
+        assert_eq!(game.departing(3), None);
     }
 }

@@ -1800,3 +1800,83 @@ fn the_console_counts_one_item_and_several_items() {
         "{reply}"
     );
 }
+
+/// A player's last chat line and its departure both reach the game before it polls (they came
+/// in one frame, as when a player says something and leaves): live, the lookups answered as of
+/// the last frame, so the game handled the chat line with the sender already gone
+/// (`NET_FetchPlayerName` NULL, `NET_GetPlayerState` an error). The departing player is now
+/// shown (its name, its last state) until the game polls its PLAYER_DISCONNECTED, and the
+/// played demo answers the same.
+#[test]
+fn a_departing_player_is_looked_up_until_the_game_polls_its_departure() {
+    let path = TempPath::new("say-and-leave");
+    let mut live = LiveGame::connected(Some(&path.0));
+    let bob_slot = live.join_until_bobs_ship_arrives();
+    let b = usize::from(bob_slot);
+    live.seen.clear();
+    console(&mut live.bob, "say last words");
+    console(&mut live.bob, "disconnect");
+    // Alice runs her frames without polling until her session has let bob go: the chat line
+    // and the departure wait for her together.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let bob_seated = |alice: &Subsystem| {
+        alice
+            .protocol_module()
+            .and_then(|p| p.session())
+            .is_some_and(|s| s.players().get(bob_slot).is_some())
+    };
+    while bob_seated(&live.alice) {
+        assert!(Instant::now() < deadline, "bob never left alice's session");
+        live.bob.maintain(Instant::now());
+        live.alice.maintain(Instant::now());
+        let _ = live.alice.wait(Duration::from_millis(1));
+    }
+    poll_and_look_up(&mut live.alice, &mut live.seen);
+    let chat = live
+        .seen
+        .iter()
+        .position(|s| {
+            matches!(
+                s.event,
+                GameEvent::Remote {
+                    event: RemoteEvent::SendText(_),
+                    ..
+                }
+            )
+        })
+        .unwrap_or_else(|| panic!("bob's chat line: {:#?}", live.seen));
+    let left = live
+        .seen
+        .iter()
+        .position(|s| matches!(s.event, GameEvent::PlayerDisconnected { .. }))
+        .unwrap_or_else(|| panic!("bob's departure: {:#?}", live.seen));
+    assert!(chat < left);
+    let at_chat = &live.seen[chat];
+    assert_eq!(
+        at_chat.names[b].as_deref(),
+        Some("bob"),
+        "bob's name while alice handles his last chat line"
+    );
+    assert!(
+        at_chat.states[b].is_ok_and(|s| s.pos[1] == 2000.0),
+        "bob's last state while alice handles his last chat line: {:?}",
+        at_chat.states[b]
+    );
+    assert_eq!(live.seen[left].names[b], None, "gone once polled");
+    assert_eq!(live.seen[left].states[b], Err(ErrorCode::InvalidArgument));
+    assert_eq!(live.alice.player_name(bob_slot), None);
+    console(&mut live.alice, "disconnect");
+    poll_and_look_up(&mut live.alice, &mut live.seen);
+    console(&mut live.alice, "stop");
+    let seen_live = live.seen;
+
+    // Played back, the same answers at the same events.
+    let seen_played = play_and_look_up(&path.0);
+    let skip = seen_played.len() - seen_live.len();
+    for (i, (live, played)) in seen_live.iter().zip(&seen_played[skip..]).enumerate() {
+        assert_eq!(
+            live, played,
+            "event {i}: live (left) and played back (right) differ"
+        );
+    }
+}

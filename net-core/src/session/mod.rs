@@ -264,6 +264,10 @@ pub struct Session {
     next_tick: Instant,
     next_remote: usize,
     events: VecDeque<GameEvent>,
+    /// The removed players of the PlayerDisconnected events in `events`, in order (slot, token,
+    /// name as the lookups showed it): the game's lookups still answer with them until the game
+    /// polls that event (see `take_departure`).
+    departures: VecDeque<(u8, u32, PlayerName)>,
     protocol_events: VecDeque<(u8, RemoteEvent)>,
     deliveries: Vec<Delivery>,
     /// Remote state updates, kept only while someone taps them (demo recording).
@@ -356,6 +360,7 @@ impl Session {
             next_tick: now,
             next_remote: 0,
             events: VecDeque::new(),
+            departures: VecDeque::new(),
             protocol_events: VecDeque::new(),
             deliveries: Vec::new(),
             state_tap: None,
@@ -684,7 +689,8 @@ impl Session {
         for event in self.name_order.departed(slot) {
             self.apply_in_order(slot, event);
         }
-        if self.players.remove(slot).is_some() {
+        if let Some(player) = self.players.remove(slot) {
+            self.departures.push_back((slot, player.token, player.name));
             if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
                 let remote = self.remotes.remove(index);
                 self.numbering.retire(&remote.link);
@@ -717,6 +723,7 @@ impl Session {
         let Some(mut player) = self.players.remove(from) else {
             return false;
         };
+        self.departures.push_back((from, player.token, player.name));
         player.slot = to;
         let (name, joined) = (player.name, player.joined);
         self.players.insert(player);
@@ -1717,6 +1724,15 @@ impl Session {
     /// The next event for the game.
     pub fn poll_event(&mut self) -> Option<GameEvent> {
         self.events.pop_front()
+    }
+
+    /// The player a PlayerDisconnected for `slot` just polled from this session removed (its
+    /// token and name as the lookups showed them), once per such event, in order.
+    pub fn take_departure(&mut self, slot: u8) -> Option<(u32, PlayerName)> {
+        let index = self.departures.iter().position(|d| d.0 == slot)?;
+        self.departures
+            .remove(index)
+            .map(|(_, token, name)| (token, name))
     }
 
     /// Start or stop keeping remote state updates for `poll_state_update` (demo recording).

@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::stream::LineStream;
 use super::Subsystem;
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::game::Departing;
 use crate::master::resolve::split_host_port;
 use crate::packet_api::{Datagram, DEFAULT_CLIENT_PORT};
 use crate::protocol::peer::PeerProtocol;
@@ -582,7 +583,27 @@ impl Subsystem {
         let mut connected = false;
         while let Some(event) = protocol.poll_event() {
             connected |= matches!(event, GameEvent::Connected { .. });
-            self.game.deliver(now, event);
+            // A player leaving stays shown until the game polls its leaving: with its name, and
+            // with the state shown after the last frame (a player seated in this frame had
+            // shown the default state; a state of this frame never showed, see below).
+            let departing = match &event {
+                GameEvent::PlayerDisconnected { slot, .. } => protocol
+                    .session_mut()
+                    .and_then(|s| s.take_departure(*slot))
+                    .map(|(token, name)| {
+                        let state = match self.shown_states.get(usize::from(*slot)) {
+                            Some(Some((shown, state))) if *shown == token => *state,
+                            _ => ShipState::default(),
+                        };
+                        Departing {
+                            slot: *slot,
+                            name: Some(name),
+                            state: Some(state),
+                        }
+                    }),
+                _ => None,
+            };
+            self.game.deliver_departing(now, event, departing);
         }
         // A name chosen while connecting (`name`, NET_SetPlayerName) came after the connect
         // request that carried the old one: the others are told it now, as they would have
@@ -614,6 +635,12 @@ impl Subsystem {
                 }
             }
         }
+        let players = protocol.session().map(|s| s.players());
+        for (slot, shown) in self.shown_states.iter_mut().enumerate() {
+            *shown = players
+                .and_then(|p| p.get(slot as u8))
+                .map(|p| (p.token, p.state));
+        }
     }
 
     /// The next event for the game (`NET_PollEvent`).
@@ -638,6 +665,9 @@ impl Subsystem {
 
     /// The name of the player in `slot` (this client's own name for its own slot).
     pub fn player_name(&self, slot: u8) -> Option<PlayerName> {
+        if let Some(departing) = self.game.departing(slot) {
+            return departing.name;
+        }
         if self.game.shows_playback() {
             return self.game.playback_name(slot);
         }
@@ -662,6 +692,9 @@ impl Subsystem {
                 format!("no player in slot {slot}"),
             )
         };
+        if let Some(state) = self.game.departing(slot).and_then(|d| d.state) {
+            return Ok(state);
+        }
         if self.game.shows_playback() {
             return self.game.playback_state(slot);
         }

@@ -49,6 +49,10 @@ pub struct Subsystem {
     protocol: Option<Box<dyn ClientProtocol>>,
     settings: NetSettings,
     game: GameInterface,
+    /// Each slot's remote player (token) and ship state as the lookups showed them after the
+    /// last frame (`take_protocol_output`): a player leaving is shown with this state until the
+    /// game polls its PlayerDisconnected, the state a recording holds last for it.
+    shown_states: [Option<(u32, crate::rmev::ShipState)>; crate::rmev::MAX_SLOTS],
     input_errors: InputErrors,
     /// A console line's wait left to its caller (`NET_ConsoleExec`'s `servers`).
     console_waits: ConsoleWaits,
@@ -78,6 +82,7 @@ impl Subsystem {
             protocol: None,
             settings: NetSettings::default(),
             game: GameInterface::default(),
+            shown_states: [None; crate::rmev::MAX_SLOTS],
             input_errors: InputErrors::default(),
             console_waits: ConsoleWaits::default(),
             started: Instant::now(),
