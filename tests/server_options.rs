@@ -202,3 +202,140 @@ fn a_list_file_that_cannot_be_written_stops_the_server_at_start() {
         assert!(line.contains("No such file or directory"), "{kind}: {line}");
     }
 }
+
+/// Regression: with an `--html`/`--json` file that cannot be written, the server logged
+/// `... listening on TCP ...` (and printed `registering with masterserver ...`) before it
+/// stopped with exit status 1, so an admin's log showed a server that never served a client as
+/// listening. Nothing says it listens or registers until the lists are written; and when it
+/// runs, the first line on standard output is the listening line (the guide's promise, also for
+/// a reader that takes one line), the registering line after it.
+#[test]
+fn a_server_that_stops_at_start_never_says_it_listens() {
+    let missing = std::env::temp_dir().join(format!("parsec-no-dir-{}", std::process::id()));
+    let path = missing.join("players.html").to_string_lossy().into_owned();
+    // Nothing listens there; the server never gets as far as connecting.
+    let master = TcpListener::bind("127.0.0.1:0").unwrap();
+    let master = master.local_addr().unwrap().to_string();
+    for kind in ["slotserver", "gameserver", "masterserver"] {
+        let mut args = vec!["--bind", "127.0.0.1", "--port", "0", "--no-http"];
+        if kind == "gameserver" {
+            args.extend(["--udp-port", "0"]);
+        }
+        if kind != "masterserver" {
+            args.extend(["--master", &master]);
+        }
+        args.extend(["--html", &path]);
+        let out = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+            .arg(kind)
+            .args(&args)
+            .env("PARSEC_NET_LOG", "info")
+            .output()
+            .expect("parsecnet runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {stderr}");
+        assert!(stderr.contains(&path), "{kind}: {stderr}");
+        assert!(!stderr.contains("listening on"), "{kind}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn the_listening_line_comes_first_also_with_masterservers() {
+    use std::io::{BufRead, BufReader};
+    let master = TcpListener::bind("127.0.0.1:0").unwrap();
+    let master = master.local_addr().unwrap().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
+        .args([
+            "slotserver",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-http",
+        ])
+        .args(["--master", &master])
+        .env("PARSEC_NET_LOG", "off")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("parsecnet runs");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let second = lines.next().unwrap().unwrap();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(
+        first.starts_with("slotserver 'parsec' listening on TCP 127.0.0.1:"),
+        "{first}"
+    );
+    assert_eq!(second, format!("registering with masterserver {master}"));
+    assert_eq!(status.code(), Some(0));
+}
+
+/// The options in the admin guide's table after `heading` (rows starting with `` | `--``), up
+/// to the next `## ` heading.
+fn guide_options(heading: &str) -> Vec<String> {
+    let guide = include_str!("../docs/server-admin.md");
+    let start = guide.find(heading).expect("the guide has the heading");
+    let section = &guide[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `--"))
+        .map(|l| format!("--{}", l.split([' ', '`']).next().unwrap()))
+        .collect()
+}
+
+/// `--help` of each server lists every option of its table in docs/server-admin.md, the
+/// gameserver's own ones (its UDP side, `--udp-rate` among them) under `gameserver options:`,
+/// and the slotserver none of those. Regression: `--udp-rate` was listed among the common
+/// options, which the slotserver refuses (`unknown option '--udp-rate'`), and `--alive-timeout`
+/// did not say its range 1-3600.
+#[test]
+fn help_lists_every_option_the_admin_guide_documents() {
+    let help = |kind: &str| {
+        let out = server(kind, &["--help"]);
+        assert_eq!(out.status.code(), Some(0), "{kind} --help");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = |text: &str, option: &str| {
+        text.lines()
+            .any(|l| l.trim_start().split(' ').next() == Some(option))
+    };
+    let common = guide_options("## Running a slotserver");
+    let own = guide_options("## Running a gameserver");
+    let master = guide_options("## Running a masterserver");
+    assert!(common.len() >= 18 && own.len() == 5 && master.len() >= 12);
+    let slot = help("slotserver");
+    let game = help("gameserver");
+    let (game_common, game_own) = game.split_once("gameserver options:").unwrap();
+    for option in &common {
+        assert!(listed(&slot, option), "slotserver --help lacks {option}");
+        assert!(
+            listed(game_common, option),
+            "gameserver --help lacks {option}"
+        );
+    }
+    for option in &own {
+        assert!(
+            listed(game_own, option),
+            "gameserver options: lack {option}"
+        );
+        assert!(
+            !listed(game_common, option),
+            "{option} among the common ones"
+        );
+        assert!(!listed(&slot, option), "slotserver --help lists {option}");
+    }
+    let masterserver = help("masterserver");
+    for option in &master {
+        assert!(
+            listed(&masterserver, option),
+            "masterserver --help lacks {option}"
+        );
+    }
+    assert!(game_own.contains("1-3600"), "{game_own}");
+}

@@ -269,14 +269,6 @@ pub fn run_core<C: TextServerCore>(
         http: http_addr,
         udp: udp.as_ref().map(|u| u.bound),
     };
-    log::info!(
-        "{} '{}' listening on TCP {}{}{}",
-        config.kind,
-        core.display_name(),
-        bound.tcp,
-        bound.http.map_or(String::new(), |a| format!(", HTTP {a}")),
-        bound.udp.map_or(String::new(), |a| format!(", UDP {a}")),
-    );
     let links = match &config.registration {
         Some(settings) if !settings.masters.is_empty() => {
             let identity = ServerIdentity {
@@ -316,6 +308,15 @@ pub fn run_core<C: TextServerCore>(
         limits: config.limits,
     };
     driver.write_first_files(Instant::now())?;
+    // Only now: a server stopped by a list file it cannot write never said it was listening.
+    log::info!(
+        "{} '{}' listening on TCP {}{}{}",
+        config.kind,
+        driver.core.display_name(),
+        bound.tcp,
+        bound.http.map_or(String::new(), |a| format!(", HTTP {a}")),
+        bound.udp.map_or(String::new(), |a| format!(", UDP {a}")),
+    );
     ready(bound);
     driver.serve(&stop)?;
     driver.shut_down();

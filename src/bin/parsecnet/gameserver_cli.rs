@@ -33,8 +33,13 @@ struct RelayOptions {
 const RELAY_USAGE: &str = "gameserver options:
   --udp-port N             UDP port for game packets (default 6522; 0: any free port)
   --distance D             forward a ship's state only to ships within D units (default 10000; 0: all)
-  --alive-timeout S        drop a client silent for S seconds (default 20)
+  --alive-timeout S        drop a client silent for S seconds, 1-3600 (default 20)
   --event-delay MS         longest a non-critical event waits in a burst (default 20)";
+
+/// The gameserver's own options (its UDP side), shown after the common ones.
+fn relay_usage() -> String {
+    format!("{RELAY_USAGE}\n{}", crate::server_options::udp_rate_usage())
+}
 
 pub fn run(args: &[String]) -> ExitCode {
     let mut relay = RelayOptions {
@@ -79,13 +84,14 @@ pub fn run(args: &[String]) -> ExitCode {
     let options = match parsed {
         Ok(Parsed::Run(o)) => o,
         Ok(Parsed::Help) => {
-            let usage = format!("{}\n\n{RELAY_USAGE}", common_usage(&DEFAULTS));
+            let usage = format!("{}\n\n{}", common_usage(&DEFAULTS), relay_usage());
             return stdout::answer("parsecnet gameserver", &usage);
         }
         Err(e) => {
             stdout::error_line(&format!(
-                "parsecnet gameserver: {e}\n{}\n\n{RELAY_USAGE}",
-                common_usage(&DEFAULTS)
+                "parsecnet gameserver: {e}\n{}\n\n{}",
+                common_usage(&DEFAULTS),
+                relay_usage()
             ));
             return ExitCode::from(2);
         }

@@ -114,7 +114,7 @@ options:
   --max-connections N      connections at most (default 256)
   --tcp-rate N             bytes per second one connection may send; a connection sending
                            more is dropped (default {tcp_rate}; 0: no limit)
-{udp_rate_line}  --help                   this text",
+  --help                   this text",
         kind = d.kind,
         port = d.port,
         http = d.http_port,
@@ -122,16 +122,16 @@ options:
         masters = MAX_MASTERS,
         os = net_core::server::master_links::default_os(),
         tcp_rate = net_core::server::RateLimits::default().tcp_bytes_per_sec,
-        udp_rate_line = if has_udp(d) {
-            format!(
-                "  --udp-rate N[,BYTES]     datagrams (and bytes) per second one UDP source may send; more is
-                           dropped (default {},{}; 0: no limit)\n",
-                net_core::server::RateLimits::default().udp_datagrams_per_sec,
-                net_core::server::RateLimits::default().udp_bytes_per_sec,
-            )
-        } else {
-            String::new()
-        },
+    )
+}
+
+/// The help line of `--udp-rate` (a gameserver option: a slotserver has no UDP port).
+pub fn udp_rate_usage() -> String {
+    let d = net_core::server::RateLimits::default();
+    format!(
+        "  --udp-rate N[,BYTES]     datagrams (and bytes) per second one UDP source may send; more is
+                           dropped (default {},{}; 0: no limit)",
+        d.udp_datagrams_per_sec, d.udp_bytes_per_sec,
     )
 }
 

@@ -63,19 +63,21 @@ pub fn serve_slots(
     };
     install_server_logger();
     let mut unwritten = None;
-    if !o.masters.is_empty() {
-        unwritten = stdout::announce(&format!(
-            "registering with masterserver {}",
-            o.masters.join(", ")
-        ));
-    }
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop).map_err(|e| e.to_string())?;
     let core = SlotServerCore::new(config, BanList::empty());
     let name = o.name.clone();
+    let masters = o.masters.clone();
     let summary = runtime::run(runtime_config, core, service, stop, |addrs| {
-        let failed = stdout::announce(&listening_line(kind, &name, &addrs));
-        unwritten = unwritten.take().or(failed);
+        // The listening line first (a reader that takes one line gets it), then the
+        // masterservers, once the server really runs.
+        unwritten = stdout::announce(&listening_line(kind, &name, &addrs));
+        if !masters.is_empty() && unwritten.is_none() {
+            unwritten = stdout::announce(&format!(
+                "registering with masterserver {}",
+                masters.join(", ")
+            ));
+        }
     })
     .map_err(|e| e.to_string())?;
     match unwritten {
