@@ -169,3 +169,34 @@ fn the_gameserver_says_when_a_joined_player_sends_nothing_over_udp() {
     );
     assert!(!log.contains("RE_RESUME"), "{log}");
 }
+
+/// A ban file that changes while the server runs: the log says it was reloaded, with its
+/// entries counted in plain words (`1 entry`; it said `1 entries`), and names the player the new
+/// list removed.
+#[test]
+fn a_reloaded_ban_file_is_logged_with_the_player_it_removed() {
+    let dir = std::env::temp_dir().join(format!("parsec-ban-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bans = dir.join("bans.txt");
+    std::fs::write(&bans, "# nobody yet\n").unwrap();
+    let server = Server::start("slotserver", &["--ban-file", bans.to_str().unwrap()]);
+    let mut sid = server.connect();
+    let reply = Server::ask(&mut sid, "version: 1.0 join me: sid os: x");
+    assert!(reply.starts_with("join from sid accepted"), "{reply}");
+    std::fs::write(&bans, "127.0.0.1   # a test\n").unwrap();
+    // The file is checked whenever a client connects: this one is refused at its first line,
+    // and sid is removed.
+    let mut late = server.connect();
+    assert_eq!(
+        Server::ask(&mut late, "remove me"),
+        "you're banned from this server"
+    );
+    let log = server.log();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_logged(
+        &log,
+        &format!("ban file {} reloaded: 1 entry", bans.display()),
+    );
+    assert!(!log.contains("1 entries"), "{log}");
+    assert_logged(&log, "'sid' left slot 0 (127.0.0.1): banned");
+}

@@ -223,9 +223,9 @@ impl BanList {
                     log::warn!("ban file {}: {problem}", path.display());
                 }
                 log::info!(
-                    "ban file {} reloaded: {} entries",
+                    "ban file {} reloaded: {}",
                     path.display(),
-                    entries.len()
+                    count_entries(entries.len())
                 );
                 self.entries = entries;
                 self.stamp = Some(stamp);
@@ -242,9 +242,9 @@ impl BanList {
     fn note_failure(&mut self, path: &Path, message: String) -> ReloadOutcome {
         if self.last_failure.as_deref() != Some(message.as_str()) {
             log::warn!(
-                "ban file {}: {message}; keeping the previous {} entries",
+                "ban file {}: {message}; keeping the previous {}",
                 path.display(),
-                self.entries.len()
+                count_entries(self.entries.len())
             );
             self.last_failure = Some(message.clone());
         }
@@ -291,6 +291,15 @@ fn read_file(path: &Path) -> Result<(FileStamp, String), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     Ok((stamp, text))
+}
+
+/// `1 entry`, `N entries`: how many entries a ban list holds, as the log says it.
+fn count_entries(n: usize) -> String {
+    if n == 1 {
+        "1 entry".to_string()
+    } else {
+        format!("{n} entries")
+    }
 }
 
 #[cfg(test)]
