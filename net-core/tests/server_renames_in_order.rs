@@ -136,6 +136,7 @@ fn connecting(kind: ProtocolKind, index: usize, player: &str, now: Instant) -> C
         name: name(player),
         token: token_of(index),
         order: Arc::new(sim::compare_nodes),
+        same_host: Arc::new(|a: &Node, b: &Node| a == b),
         session: SessionConfig::default(),
         server: Some(("10.0.0.2".into(), 6582)),
         game_port: GAME_PORT,

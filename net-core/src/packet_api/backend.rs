@@ -287,6 +287,26 @@ impl Backend {
         ))
     }
 
+    /// Whether two nodes are on the same host: their printed forms agree up to the last `:`,
+    /// and the text after it (the port, the IPX socket) may differ. `1.2.3.4:6526` and
+    /// `1.2.3.4:40000` are; `[::1]:6526` and `[::1]:7000` are; IPX `00000001:020000000001:869c`
+    /// and `00000001:020000000001:4000` (same network and node, another socket) are. A node
+    /// whose printed form has no `:` is on a host of its own (a plugin backend that prints
+    /// nodes otherwise: its players are never followed to a new node). The backend ABI has no
+    /// call for this; the core still reads nodes only as the backend prints them.
+    pub fn same_host(&self, a: &NET_Node, b: &NET_Node) -> bool {
+        if a == b {
+            return true;
+        }
+        let (Ok(a), Ok(b)) = (self.print_node(a), self.print_node(b)) else {
+            return false;
+        };
+        match (a.rsplit_once(':'), b.rsplit_once(':')) {
+            (Some((host_a, _)), Some((host_b, _))) => !host_a.is_empty() && host_a == host_b,
+            _ => false,
+        }
+    }
+
     /// Compare two nodes by the backend's total order.
     pub fn compare_nodes(&self, a: &NET_Node, b: &NET_Node) -> Ordering {
         // SAFETY: both pointers are valid for the call.
@@ -491,5 +511,43 @@ impl Drop for BackendSocket {
     fn drop(&mut self) {
         // SAFETY: handle came from open and is closed exactly once; the Arc keeps the library.
         unsafe { (self.backend.functions.close)(self.handle) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::packet_api::loader::{load, BackendSpec};
+
+    /// Whether the nodes printed `a` and `b` are on one host, for the built-in backend `name`.
+    fn same_host(name: &str, a: &str, b: &str) -> bool {
+        let backend = load(&BackendSpec::Name(name.into())).expect("the backend is built");
+        let a = backend.parse_node(a, 1).unwrap();
+        let b = backend.parse_node(b, 1).unwrap();
+        backend.same_host(&a, &b)
+    }
+
+    #[test]
+    fn same_host_is_the_same_ip_address_or_ipx_network_and_node() {
+        assert!(same_host("udp", "10.0.0.1:6526", "10.0.0.1:40000"));
+        assert!(same_host("udp", "10.0.0.1:6526", "10.0.0.1:6526"));
+        assert!(!same_host("udp", "10.0.0.1:6526", "10.0.0.2:6526"));
+        assert!(same_host("udp", "[::1]:6526", "[::1]:7000"));
+        assert!(!same_host("udp", "[::1]:6526", "[::2]:6526"));
+        assert!(!same_host("udp", "[::1]:6526", "127.0.0.1:6526"));
+        assert!(same_host(
+            "ipx",
+            "00000001:020000000001:869c",
+            "00000001:020000000001:4000"
+        ));
+        assert!(!same_host(
+            "ipx",
+            "00000001:020000000001:869c",
+            "00000001:020000000002:869c"
+        ));
+        assert!(!same_host(
+            "ipx",
+            "00000001:020000000001:869c",
+            "00000002:020000000001:869c"
+        ));
     }
 }

@@ -155,6 +155,9 @@ pub struct ConnectParams {
     /// A random non-zero session token for this connection.
     pub token: u32,
     pub order: NodeOrder,
+    /// Whether two nodes are on the same host (another port, another IPX socket): a player
+    /// of a mesh is followed only there (NAT rebinding, see `Session::set_same_host`).
+    pub same_host: crate::session::NodeSameHost,
     pub session: SessionConfig,
     /// Client-server protocols: the server's host and TCP port.
     pub server: Option<(String, u16)>,

@@ -372,7 +372,11 @@ impl ServerClient {
                     now,
                 )
             }
-            _ => Session::new_mesh(params.session, self.node_eq(), me, now),
+            _ => {
+                let mut session = Session::new_mesh(params.session, self.node_eq(), me, now);
+                session.set_same_host(std::sync::Arc::clone(&params.same_host));
+                session
+            }
         };
         // The others' names as the server's lines tell them, in order (see
         // `Session::take_names_from_server`).
@@ -905,6 +909,7 @@ mod tests {
             name: PlayerName::new(name.as_bytes()).unwrap(),
             token: 7,
             order: std::sync::Arc::new(|a: &Node, b: &Node| a.bytes.cmp(&b.bytes)),
+            same_host: std::sync::Arc::new(|a: &Node, b: &Node| a == b),
             session: crate::session::SessionConfig::default(),
             server: Some(("10.0.0.1".into(), GAMESERVER_TCP_PORT)),
             game_port: 6526,

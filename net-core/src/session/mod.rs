@@ -125,6 +125,10 @@ const STATE_TAP_LIMIT: usize = 4096;
 /// How two nodes are compared for equality (the backend's comparison).
 pub type NodeEq = Arc<dyn Fn(&Node, &Node) -> bool + Send + Sync>;
 
+/// Whether two nodes are on the same host (another port or socket of one machine): the only
+/// new address a mesh player is followed to (see `Session::set_same_host`).
+pub type NodeSameHost = Arc<dyn Fn(&Node, &Node) -> bool + Send + Sync>;
+
 /// Timing and size settings of a session.
 #[derive(Clone, Copy, Debug)]
 pub struct SessionConfig {
@@ -250,6 +254,8 @@ struct Remote {
 pub struct Session {
     config: SessionConfig,
     node_eq: NodeEq,
+    /// Which new nodes a player may move to (NAT rebinding); None: none.
+    same_host: Option<NodeSameHost>,
     my_slot: u8,
     my_token: u32,
     my_name: PlayerName,
@@ -346,6 +352,7 @@ impl Session {
         Session {
             config,
             node_eq,
+            same_host: None,
             my_slot: slot,
             my_token: token,
             my_name: name,
@@ -484,6 +491,13 @@ impl Session {
         for (slot, event) in self.name_order.take_all() {
             self.apply_in_order(slot, event);
         }
+    }
+
+    /// Which new nodes a mesh player may be followed to when its address changes (a NAT port
+    /// change): `same_host(old, new)` must hold, besides `may_rebind`. Without it (the default)
+    /// a player is never moved; a star never moves its server.
+    pub fn set_same_host(&mut self, same_host: NodeSameHost) {
+        self.same_host = Some(same_host);
     }
 
     /// Pick up what an earlier session left (see `resume_state_for_next`); call right after
@@ -1375,6 +1389,11 @@ impl Session {
             .position(|r| r.slot.is_some() && r.slot == header.sender_slot)
             .ok_or(Rejection::UnknownSender)?;
         let remote = &mut self.remotes[index];
+        // Only to another port of the player's own host: every player is told the others'
+        // tokens, so the token alone does not tell the player from another one (a player of
+        // the game sending from a second socket). A NAT keeps the host's address for its port
+        // changes; a player at another address has to come back (a new connect, RE_RESUME).
+        // Asked last: the backend prints both nodes.
         if !may_rebind(
             &remote.link,
             header.token,
@@ -1382,7 +1401,11 @@ impl Session {
             header.sequence,
             remote.last_heard,
             now,
-        ) {
+        ) || !self
+            .same_host
+            .as_ref()
+            .is_some_and(|same_host| same_host(&remote.node, from))
+        {
             self.stats.impostors += 1;
             return Err(Rejection::UnknownSender);
         }

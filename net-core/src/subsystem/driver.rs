@@ -145,6 +145,9 @@ impl Subsystem {
         let game_port = socket.bound_port().unwrap_or(configured);
         let order_backend = Arc::clone(&backend);
         let order: NodeOrder = Arc::new(move |a, b| order_backend.compare_nodes(a, b));
+        let host_backend = Arc::clone(&backend);
+        let same_host: crate::session::NodeSameHost =
+            Arc::new(move |a, b| host_backend.same_host(a, b));
         let params = ConnectParams {
             target: target_node,
             broadcast,
@@ -152,6 +155,7 @@ impl Subsystem {
             name: *self.game.name(),
             token: crate::random::nonzero_u32(),
             order,
+            same_host,
             session: self.settings.session_config(backend.max_payload()),
             server: server.clone(),
             game_port,

@@ -9,7 +9,7 @@ use std::time::Instant;
 use net_core::protocol::peer::{PeerProtocol, PeerTimings};
 use net_core::protocol::{ClientProtocol, ConnectParams};
 use net_core::rmev::PlayerName;
-use net_core::session::{GameEvent, ResumeState, SessionConfig};
+use net_core::session::{GameEvent, NodeSameHost, ResumeState, SessionConfig};
 use net_core::sim::{self, Endpoint, Rng, Transmit};
 use net_core::Node;
 
@@ -22,6 +22,9 @@ pub struct PeerNode {
     pub outbox: VecDeque<Transmit>,
     /// The session settings its next connect uses (`net.timeout` and the like).
     pub session_config: SessionConfig,
+    /// Which simulated nodes are on one host (its next connect uses it): by default every
+    /// node is a host of its own.
+    pub same_host: NodeSameHost,
     buf: Vec<u8>,
 }
 
@@ -33,6 +36,7 @@ impl PeerNode {
             events: Vec::new(),
             outbox: VecDeque::new(),
             session_config: SessionConfig::default(),
+            same_host: Arc::new(|a: &Node, b: &Node| a == b),
             buf: vec![0; 1400],
         }
     }
@@ -72,6 +76,7 @@ impl PeerNode {
             name: PlayerName::new(format!("p{}", self.index).as_bytes()).unwrap(),
             token,
             order: Arc::new(sim::compare_nodes),
+            same_host: Arc::clone(&self.same_host),
             session: self.session_config,
             server: None,
             game_port: 0,

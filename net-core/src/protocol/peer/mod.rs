@@ -834,6 +834,7 @@ impl PeerProtocol {
             },
             now,
         );
+        session.set_same_host(Arc::clone(&params.same_host));
         if let Some(state) = resume {
             session.set_resume_state(Arc::unwrap_or_clone(state));
         }
@@ -2152,6 +2153,7 @@ impl PeerProtocol {
             },
             now,
         );
+        session.set_same_host(Arc::clone(&params.same_host));
         if let Some(state) = resume {
             session.set_resume_state(Arc::unwrap_or_clone(state));
         }
