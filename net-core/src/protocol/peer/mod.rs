@@ -105,6 +105,19 @@ enum Phase {
     InGame,
 }
 
+/// A slave that was told to connect to an address other than its master's keeps asking there
+/// (see `PeerProtocol::become_slave`).
+#[derive(Clone, Debug)]
+struct TargetAsk {
+    /// The `connect` address.
+    target: Node,
+    /// When its connect loop would have ended: it asks there until then.
+    until: Instant,
+    /// The requests the CONNECT it yielded to carried (its master's), for a higher peer at
+    /// the target that subdues it (so that peer greets the master).
+    master_requests: Vec<ConnectRequest>,
+}
+
 /// What a slot claim that found the slot taken comes to (see `PeerProtocol::clear_slot_for`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Claim {
@@ -282,6 +295,8 @@ pub struct PeerProtocol {
     /// Automatic reconnects left after losing a slot conflict (a refusal retries instead of
     /// giving up while this is non-zero).
     rejoins_left: u32,
+    /// A slave's `connect` address that is not its master's (see `become_slave`).
+    target_ask: Option<TargetAsk>,
     /// The time of the latest input (for decisions made while handling a packet).
     last_now: Instant,
     stats: PeerStats,
@@ -315,6 +330,7 @@ impl PeerProtocol {
             watches: Vec::new(),
             refusal: None,
             rejoins_left: 0,
+            target_ask: None,
             last_now: Instant::now(),
             stats: PeerStats::default(),
         }
@@ -631,13 +647,16 @@ impl PeerProtocol {
                         for r in &requests {
                             self.queue_for_startup(r);
                         }
-                        self.send_oob(from, PacketType::SubdueSlave, Vec::new());
+                        self.send_subdue(from);
                         self.stats.subdues_sent += 1;
                     }
-                    _ => self.become_slave(now, from),
+                    _ => self.become_slave(now, from, requests),
                 }
             }
-            PacketType::SubdueSlave => self.become_slave(now, from),
+            PacketType::SubdueSlave => {
+                let requests = Self::requests_in(events, &from, header.token);
+                self.become_slave(now, from, requests)
+            }
             PacketType::SlotRequest => {
                 let requests = Self::requests_in(events, &from, header.token);
                 let my_token = self.my_token();
@@ -663,6 +682,7 @@ impl PeerProtocol {
         events: &[WireEvent],
     ) {
         match packet.header.kind {
+            PacketType::SubdueSlave => self.introduce_master(from),
             PacketType::SlotRequest => {
                 // A slave of this slave (a lower peer that met it first) forwards its queue:
                 // pass it on at once too, or the master's greetings to the requesters in it
@@ -710,6 +730,31 @@ impl PeerProtocol {
             }
             _ => self.stats.packets_ignored += 1,
         }
+    }
+
+    /// A peer at this slave's own `connect` address outranks it and would make it its slave
+    /// too (see `become_slave`): pass it the master's request as a slave passes a queue on
+    /// (SLOT_REQUEST), so it greets the master, and one of the two yields to the other.
+    fn introduce_master(&mut self, from: Node) {
+        let Phase::SlotRequest { master, .. } = self.phase else {
+            return;
+        };
+        let Some(ask) = self.target_ask.as_ref() else {
+            self.stats.packets_ignored += 1;
+            return;
+        };
+        if self.same_node(&from, &master) || ask.master_requests.is_empty() {
+            self.stats.packets_ignored += 1;
+            return;
+        }
+        let mut requests = vec![self.own_request()];
+        requests.extend(ask.master_requests.iter().copied());
+        self.send_oob(
+            from,
+            PacketType::SlotRequest,
+            vec![RemoteEvent::ConnectQueue(requests)],
+        );
+        self.stats.requests_forwarded += 1;
     }
 
     /// A slave passes requests that reached it (a CONNECT sent to its address, or a queue its
@@ -777,10 +822,18 @@ impl PeerProtocol {
                 self.send_oob(r.node, PacketType::Connect, events);
                 self.stats.connects_sent += 1;
             } else {
-                self.send_oob(r.node, PacketType::SubdueSlave, Vec::new());
+                self.send_subdue(r.node);
                 self.stats.subdues_sent += 1;
             }
         }
+    }
+
+    /// Tell a lower starting peer it is this one's slave. The SUBDUE_SLAVE carries this peer's
+    /// own request, as its CONNECT would: a slave that meets a higher peer at its own `connect`
+    /// address passes it on (`introduce_master`).
+    fn send_subdue(&mut self, to: Node) {
+        let events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+        self.send_oob(to, PacketType::SubdueSlave, events);
     }
 
     /// Keep a request for the end of the connect loop, unless its requester gave up.
@@ -792,8 +845,24 @@ impl PeerProtocol {
         }
     }
 
-    fn become_slave(&mut self, now: Instant, master: Node) {
-        if matches!(self.phase, Phase::Connecting { .. }) {
+    /// Yield to `master` (a higher node whose CONNECT, carrying `master_requests`, or
+    /// SUBDUE_SLAVE came) and wait for a slot. A peer told a `connect` address other than the
+    /// master's keeps sending its requests there for as long as its connect loop would have:
+    /// a game started there a little later (after this peer's first requests) hears of this
+    /// one only so. Before, it heard nothing more and ran a game of its own beside the
+    /// master's (`c/peer_game.c`s on one host, each given the address of another).
+    fn become_slave(&mut self, now: Instant, master: Node, master_requests: Vec<ConnectRequest>) {
+        if let Phase::Connecting { tries, next } = self.phase {
+            let target = self.params.as_ref().and_then(|p| p.target);
+            self.target_ask = target
+                .filter(|t| !self.same_node(t, &master) && !self.same_node(t, &self.my_node))
+                .map(|target| TargetAsk {
+                    target,
+                    until: next
+                        + self.timings.connect_interval
+                            * self.timings.connect_tries.saturating_sub(tries),
+                    master_requests,
+                });
             log::debug!("peer: yielding to a higher node; requesting a slot");
             self.phase = Phase::SlotRequest {
                 master,
@@ -2295,6 +2364,7 @@ impl PeerProtocol {
         self.claims.clear();
         self.watches.clear();
         self.refusal = None;
+        self.target_ask = None;
     }
 }
 
@@ -2508,6 +2578,19 @@ impl ClientProtocol for PeerProtocol {
                     }
                     self.send_oob(master, PacketType::SlotRequest, events);
                     self.stats.slot_requests_sent += 1;
+                    if let Some(target) = self
+                        .target_ask
+                        .as_ref()
+                        .filter(|ask| now < ask.until)
+                        .map(|ask| ask.target)
+                    {
+                        let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+                        if let Some(earlier) = self.earlier_tokens() {
+                            events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+                        }
+                        self.send_oob(target, PacketType::Connect, events);
+                        self.stats.connects_sent += 1;
+                    }
                     self.phase = Phase::SlotRequest {
                         master,
                         tries: tries + 1,

@@ -1,0 +1,436 @@
+//! The peer-to-peer startup election and game loop of SPEC section 6 as real `c/peer_game.c`
+//! processes meet it when players do not start in step: each game starts after a random delay of
+//! 0-1500 ms (or all at once), with the default peer timings.
+//!
+//! - 2, 3 and 4 games on 127.0.0.1, each on its own port: the first calls `NETs_Connect()` with
+//!   no address, every other one `connect 127.0.0.1:PORT` of a game picked at random among the
+//!   ones before it (which may start later than it): all end in one game in distinct slots and
+//!   each gets everything from every other (`check_all_met`).
+//! - 2, 3, 4 and 5 games on a private namespace LAN (`harness/netns.rs`) that find each other by
+//!   broadcast only: up to four, the same; with five, four end in one game and the fifth gets
+//!   one NET_EVENT_ERROR saying the game is full (at most 4 players) and is never seated.
+//! - On the LAN, the temporary master (the highest address, with a long connect loop) is killed
+//!   (SIGKILL) while the two others wait for their slot: each gets one error event saying the
+//!   slot request timed out, connects again (`--connect-tries 2`) and the two end in one game.
+//! - Three games on 127.0.0.1 with `net.timeout 3` meet; one picked at random is killed: the two
+//!   others each get one PLAYER_DISCONNECTED for its slot, and a newcomer connecting to one of
+//!   them picked at random is seated: all three then list the same players in the same slots.
+//!
+//! Every scenario runs once by default; `PEER_RACE_RUNS=N` repeats it N times and
+//! `PEER_RACE_SEED=S` fixes the random choices (the seed of each run is printed). The namespace
+//! scenarios need root; without it they print SKIPPED and pass.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parsec_net_ffi_tests::live::LiveGame;
+use parsec_net_ffi_tests::netns::{unavailable, Lan};
+use parsec_net_ffi_tests::peer::{
+    check_all_met, check_met_each_other, check_ran_well, free_loopback_ports, game_args,
+    run_together, GameRun,
+};
+use parsec_net_ffi_tests::Build;
+
+const NAMES: [&str; 5] = ["ann", "bea", "cid", "dot", "eve"];
+/// Long enough for a staggered start, the default 3.3 s connect loop and a 13.4 s slot wait.
+const DURATION_MS: u64 = 25_000;
+const TIMEOUT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A small deterministic generator (xorshift64*), seeded per run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The seeds of the runs of one scenario: `PEER_RACE_RUNS` (default 1) of them, from
+/// `PEER_RACE_SEED` or the clock.
+fn seeds(scenario: &str) -> Vec<u64> {
+    let runs: usize = std::env::var("PEER_RACE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let first = std::env::var("PEER_RACE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    (0..runs as u64)
+        .map(|i| {
+            let seed = first.wrapping_add(i) | 1;
+            println!("{scenario}: run {i}, PEER_RACE_SEED={seed}");
+            seed
+        })
+        .collect()
+}
+
+/// Random start delays: all 0 one run in four, else each 0-1500 ms.
+fn delays(rng: &mut Rng, n: usize) -> Vec<u64> {
+    let together = rng.below(4) == 0;
+    (0..n)
+        .map(|_| if together { 0 } else { rng.below(1501) })
+        .collect()
+}
+
+/// Run `check`; if it fails, print every game's whole output first (the failure names one).
+fn checked<T>(runs: &[GameRun], check: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)) {
+        Ok(value) => value,
+        Err(panic) => {
+            for run in runs {
+                println!("=== game {} ===\n{}", run.name, run.output.transcript());
+            }
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// `command` started after `delay_ms` (through `sh`, which execs it in place).
+fn delayed(command: Command, delay_ms: u64) -> Command {
+    let mut wrapped = Command::new("sh");
+    wrapped
+        .arg("-c")
+        .arg("sleep \"$0\"; exec \"$@\"")
+        .arg(format!("{}.{:03}", delay_ms / 1000, delay_ms % 1000))
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    wrapped
+}
+
+fn loopback_lines(port: u16) -> Vec<String> {
+    vec![
+        "net.udp.bind 127.0.0.1".into(),
+        "net.udp.ipv6 0".into(),
+        format!("net.port {port}"),
+    ]
+}
+
+fn staggered_loopback(n: usize, rng: &mut Rng) {
+    let program = Build::c("c/peer_game.c").build();
+    let ports = free_loopback_ports(n);
+    let delays = delays(rng, n);
+    let targets: Vec<Option<usize>> = (0..n)
+        .map(|i| (i > 0).then(|| rng.below(i as u64) as usize))
+        .collect();
+    println!("  {n} games on loopback, delays {delays:?} ms, targets {targets:?}");
+    let games = (0..n)
+        .map(|i| {
+            let peer = targets[i].map(|t| format!("127.0.0.1:{}", ports[t]));
+            let mut command = Command::new(&program);
+            command.args(game_args(
+                NAMES[i],
+                &loopback_lines(ports[i]),
+                peer.as_deref(),
+                n - 1,
+                DURATION_MS,
+                1500,
+            ));
+            (NAMES[i].to_string(), delayed(command, delays[i]))
+        })
+        .collect();
+    let runs = run_together(games, TIMEOUT, false);
+    let slots = checked(&runs, || check_all_met(&runs));
+    println!("  slots {slots:?}");
+}
+
+#[test]
+fn staggered_games_on_loopback_with_explicit_targets_meet_in_one_game() {
+    for seed in seeds("loopback") {
+        let mut rng = Rng(seed);
+        for n in 2..=4 {
+            staggered_loopback(n, &mut rng);
+        }
+    }
+}
+
+/// The games on the LAN that reached the game (the others must each have been refused).
+fn staggered_broadcast(n: usize, rng: &mut Rng) {
+    let program = Build::c("c/peer_game.c").build();
+    let lan = Lan::create(n);
+    let delays = delays(rng, n);
+    println!("  {n} games by broadcast, delays {delays:?} ms");
+    let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
+    let games = (0..n)
+        .map(|i| {
+            let mut command = lan.command(i, &program);
+            command.args(game_args(
+                NAMES[i],
+                &setup,
+                None,
+                n.min(4) - 1,
+                DURATION_MS,
+                1500,
+            ));
+            (NAMES[i].to_string(), delayed(command, delays[i]))
+        })
+        .collect();
+    let runs = run_together(games, TIMEOUT, false);
+    if n <= 4 {
+        let slots = checked(&runs, || check_all_met(&runs));
+        println!("  slots {slots:?}");
+        return;
+    }
+    // Five: the ones never seated must be refused, each with one clear error event.
+    let (seated, refused): (Vec<GameRun>, Vec<GameRun>) = runs
+        .into_iter()
+        .partition(|run| run.report.connected_slot().is_some());
+    for run in &refused {
+        let errors: Vec<_> = run
+            .report
+            .events
+            .iter()
+            .filter(|e| e.kind == "ERROR")
+            .collect();
+        if errors.len() != 1 || !errors[0].text.contains("game full") {
+            run.fail(&format!(
+                "never seated, expected one error event saying the game is full: {errors:?}"
+            ));
+        }
+    }
+    if seated.len() != 4 {
+        let names: Vec<&str> = seated.iter().map(|r| r.name.as_str()).collect();
+        panic!("expected four seated players of five, got {names:?}");
+    }
+    for run in &seated {
+        check_ran_well(run);
+    }
+    let slots = check_met_each_other(&seated, &|_, _| true, &[]);
+    for run in &refused {
+        let text = &run
+            .report
+            .events
+            .iter()
+            .find(|e| e.kind == "ERROR")
+            .expect("checked")
+            .text;
+        println!("  slots {slots:?}, {} refused: {text:?}", run.name);
+    }
+}
+
+#[test]
+fn staggered_games_finding_each_other_by_broadcast_meet_in_one_game_and_a_fifth_is_refused() {
+    if let Some(why) = unavailable() {
+        println!("SKIPPED: needs root for network namespaces ({why})");
+        return;
+    }
+    for seed in seeds("broadcast") {
+        let mut rng = Rng(seed);
+        for n in 2..=5 {
+            staggered_broadcast(n, &mut rng);
+        }
+    }
+}
+
+fn live(command: Command, name: &str) -> LiveGame {
+    LiveGame::spawn(name, command, false)
+}
+
+fn live_args(name: &str, setup: &[String], peer: Option<&str>, expect: usize) -> Vec<String> {
+    let mut args = game_args(name, setup, peer, expect, 120_000, 500);
+    args.push("--control".into());
+    args
+}
+
+/// Wait until `game`'s `status` contains `needle`.
+fn wait_status(game: &mut LiveGame, needle: &str) {
+    for _ in 0..600 {
+        let (_, reply) = game.exec("status");
+        if reply.contains(needle) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    game.fail(&format!("status never said {needle:?}"));
+}
+
+fn master_killed(rng: &mut Rng) {
+    let program = Build::c("c/peer_game.c").build();
+    let lan = Lan::create(3);
+    let mut setup = vec![
+        format!("net.udp.broadcast {}", lan.broadcast()),
+        "net.peer.slot_tries 20".to_string(),
+        "net.peer.slot_interval 300".to_string(),
+    ];
+    // The master (the highest address) collects requests for 10 s before it seats anyone.
+    let mut master_setup = setup.clone();
+    master_setup.push("net.peer.connect_tries 40".into());
+    master_setup.push("net.peer.connect_interval 250".into());
+    setup.push("net.peer.connect_tries 10".into());
+    let mut master_command = lan.command(2, &program);
+    master_command.args(live_args("cid", &master_setup, None, 2));
+    let mut master = live(master_command, "cid");
+    let delays = delays(rng, 2);
+    println!("  slaves start after {delays:?} ms");
+    let mut slaves: Vec<LiveGame> = (0..2)
+        .map(|i| {
+            let mut command = lan.command(i, &program);
+            command.args(live_args(NAMES[i], &setup, None, 1));
+            command.args(["--connect-tries", "2"]);
+            live(delayed(command, delays[i]), NAMES[i])
+        })
+        .collect();
+    for slave in &mut slaves {
+        wait_status(slave, "waiting for a slot");
+    }
+    std::thread::sleep(Duration::from_millis(rng.below(1000)));
+    master.process.kill();
+    for slave in &slaves {
+        if !slave.wait_complete(WAIT) {
+            slave.fail("did not meet the other slave after the master died");
+        }
+    }
+    let runs: Vec<GameRun> = slaves.into_iter().map(|g| g.quit(WAIT)).collect();
+    for run in &runs {
+        let errors: Vec<_> = run
+            .report
+            .events
+            .iter()
+            .filter(|e| e.kind == "ERROR")
+            .collect();
+        if errors.len() != 1 || !errors[0].text.contains("slot") {
+            run.fail(&format!(
+                "expected one error event about the slot request: {errors:?}"
+            ));
+        }
+    }
+    let slots = check_met_each_other(&runs, &|_, _| true, &[]);
+    println!("  slots after the master died {slots:?}");
+}
+
+#[test]
+fn slaves_whose_temporary_master_is_killed_time_out_connect_again_and_meet() {
+    if let Some(why) = unavailable() {
+        println!("SKIPPED: needs root for network namespaces ({why})");
+        return;
+    }
+    for seed in seeds("master_killed") {
+        master_killed(&mut Rng(seed));
+    }
+}
+
+/// slot -> name of every player `game` lists now, with its own.
+fn table(game: &mut LiveGame) -> BTreeMap<i32, String> {
+    let summary = game.summary_now();
+    let mut table: BTreeMap<i32, String> = summary
+        .players
+        .iter()
+        .map(|p| (p.slot, p.name.clone()))
+        .collect();
+    table.insert(summary.slot, summary.name.clone());
+    table
+}
+
+fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
+    let ports = free_loopback_ports(4);
+    let setup = |i: usize| {
+        let mut lines = loopback_lines(ports[i]);
+        lines.push("net.timeout 3".into());
+        lines
+    };
+    let delays = delays(rng, 3);
+    let mut games: Vec<LiveGame> = (0..3)
+        .map(|i| {
+            let peer = (i > 0).then(|| format!("127.0.0.1:{}", ports[0]));
+            let mut command = Command::new(program);
+            command.args(live_args(NAMES[i], &setup(i), peer.as_deref(), 2));
+            live(delayed(command, delays[i]), NAMES[i])
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(WAIT) {
+            game.fail("did not meet the others");
+        }
+    }
+    let victim = rng.below(3) as usize;
+    let victim_slot = games[victim].report().connected_slot().expect("seated");
+    let mut dead = games.remove(victim);
+    dead.process.kill();
+    for game in &games {
+        game.wait_event(0, "PLAYER_DISCONNECTED", victim_slot, WAIT);
+    }
+    let host = rng.below(2) as usize;
+    let host_port = ports[[0, 1, 2]
+        .iter()
+        .copied()
+        .filter(|&i| i != victim)
+        .nth(host)
+        .expect("two left")];
+    println!(
+        "  {} killed (slot {victim_slot}); dot connects to port {host_port}",
+        NAMES[victim]
+    );
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let mut command = Command::new(program);
+    command.args(live_args(
+        "dot",
+        &setup(3),
+        Some(&format!("127.0.0.1:{host_port}")),
+        2,
+    ));
+    let newcomer = live(command, "dot");
+    let slot = newcomer.wait_event_where(0, WAIT, |e| e.kind == "CONNECTED");
+    let slot = newcomer.report().events[slot].player;
+    for (game, mark) in games.iter().zip(&marks) {
+        game.wait_event(*mark, "PLAYER_JOINED", slot, WAIT);
+    }
+    games.push(newcomer);
+    // Every one lists the same players in the same slots (names from the game).
+    let mut tables = Vec::new();
+    for _ in 0..50 {
+        tables = games.iter_mut().map(table).collect::<Vec<_>>();
+        if tables.iter().all(|t| t.len() == 3 && *t == tables[0]) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !tables.iter().all(|t| t.len() == 3 && *t == tables[0]) {
+        games[0].fail(&format!("the player tables disagree: {tables:?}"));
+    }
+    println!("  tables agree: {:?}", tables[0]);
+    for game in games {
+        let run = game.quit(WAIT);
+        let disconnects = run
+            .report
+            .events
+            .iter()
+            .filter(|e| e.kind == "PLAYER_DISCONNECTED" && e.player == victim_slot)
+            .count();
+        if run.name != "dot" && disconnects != 1 {
+            run.fail(&format!(
+                "{disconnects} PLAYER_DISCONNECTED for the killed slot {victim_slot}"
+            ));
+        }
+        if let Some(error) = run.report.events.iter().find(|e| e.kind == "ERROR") {
+            run.fail(&format!("an error event: {}", error.text));
+        }
+    }
+}
+
+#[test]
+fn a_killed_player_is_dropped_and_a_newcomer_is_seated_by_the_rest() {
+    let program = Build::c("c/peer_game.c").build();
+    for seed in seeds("killed_newcomer") {
+        killed_and_newcomer(&mut Rng(seed), &program);
+    }
+}
