@@ -17,6 +17,9 @@
 //!   others each get one PLAYER_DISCONNECTED for its slot, and a newcomer connecting to one of
 //!   them picked at random is seated, answered by the survivor of rank 0 (the higher port) and
 //!   not the other: all three then list the same players in the same slots.
+//! - On the LAN, three games meet by broadcast and a fourth, from a random host, asks by
+//!   broadcast after a random delay: only the player of rank 0 (the highest address) answers,
+//!   and all four list the same players in the same slots.
 //!
 //! Every scenario runs once by default; `PEER_RACE_RUNS=N` repeats it N times and
 //! `PEER_RACE_SEED=S` fixes the random choices (the seed of each run is printed; with
@@ -508,5 +511,96 @@ fn a_killed_player_is_dropped_and_a_newcomer_is_seated_by_the_rest() {
     let program = Build::c("c/peer_game.c").build();
     for seed in seeds("killed_newcomer") {
         killed_and_newcomer(&mut Rng(seed), &program);
+    }
+}
+
+/// Three games meet by broadcast on the LAN (random delays); a fourth starts after a random
+/// 0-1500 ms and asks by broadcast, so every player hears it: the player of rank 0 (the highest
+/// address) answers, the others hear its reply (or defer) and send none; all four then list
+/// the same players in the same slots.
+fn broadcast_newcomer(rng: &mut Rng, program: &Path) {
+    let lan = Lan::create(4);
+    let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
+    let delays = delays(rng, 3);
+    // Which host the newcomer is on: its address may be above or below the others'.
+    let newcomer_host = rng.below(4) as usize;
+    let hosts: Vec<usize> = (0..4).filter(|&h| h != newcomer_host).collect();
+    let mut games: Vec<LiveGame> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, &host)| {
+            let mut command = lan.command(host, program);
+            command.args(live_args(NAMES[i], &setup, None, 2));
+            live(delayed(command, delays[i]), NAMES[i])
+        })
+        .collect();
+    for game in &games {
+        if !game.wait_complete(WAIT) {
+            game.fail("did not meet the others");
+        }
+    }
+    let replies_before: Vec<u64> = games.iter_mut().map(replies_sent).collect();
+    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let wait = rng.below(1501);
+    println!(
+        "  started after {delays:?} ms on hosts {hosts:?}; dot on host {newcomer_host} after \
+         {wait} ms more"
+    );
+    std::thread::sleep(Duration::from_millis(wait));
+    let mut command = lan.command(newcomer_host, program);
+    command.args(live_args("dot", &setup, None, 2));
+    let newcomer = live(command, "dot");
+    let at = newcomer.wait_event_where(0, WAIT, |e| e.kind == "CONNECTED");
+    let slot = newcomer.report().events[at].player;
+    for (game, mark) in games.iter().zip(&marks) {
+        game.wait_event(*mark, "PLAYER_JOINED", slot, WAIT);
+    }
+    let replies: Vec<u64> = games
+        .iter_mut()
+        .map(replies_sent)
+        .zip(&replies_before)
+        .map(|(after, before)| after - before)
+        .collect();
+    // The hosts' addresses rise with their index: the last of `hosts` has rank 0.
+    let top = games.len() - 1;
+    println!(
+        "  replies sent to the newcomer {replies:?} (rank 0: {})",
+        games[top].name()
+    );
+    if replies[top] == 0 || replies[..top].iter().any(|&n| n != 0) {
+        games[top].fail(&format!(
+            "the newcomer should be answered by the rank-0 player only: replies {replies:?}"
+        ));
+    }
+    games.push(newcomer);
+    let mut tables = Vec::new();
+    for _ in 0..50 {
+        tables = games.iter_mut().map(table).collect::<Vec<_>>();
+        if tables.iter().all(|t| t.len() == 4 && *t == tables[0]) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !tables.iter().all(|t| t.len() == 4 && *t == tables[0]) {
+        games[0].fail(&format!("the player tables disagree: {tables:?}"));
+    }
+    println!("  tables agree: {:?}", tables[0]);
+    for game in games {
+        let run = game.quit(WAIT);
+        if let Some(error) = run.report.events.iter().find(|e| e.kind == "ERROR") {
+            run.fail(&format!("an error event: {}", error.text));
+        }
+    }
+}
+
+#[test]
+fn a_newcomer_asking_by_broadcast_is_answered_by_the_player_of_rank_0() {
+    if let Some(why) = unavailable() {
+        println!("SKIPPED: needs root for network namespaces ({why})");
+        return;
+    }
+    let program = Build::c("c/peer_game.c").build();
+    for seed in seeds("broadcast_newcomer") {
+        broadcast_newcomer(&mut Rng(seed), &program);
     }
 }
