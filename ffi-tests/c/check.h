@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -232,6 +233,91 @@ static inline int self_echo(const unsigned char *data, size_t len, long timeout_
 {
     return send_to_self(data, len, why, why_len) &&
            receive_expected(data, len, timeout_ms, why, why_len);
+}
+
+/* Queue the remote event `e` with the NET_RmEv* call of its type, `pos` as its position (the
+ * origin of a particle); the call's return code. (contract_pair, three_games) */
+static inline int32_t check_send_event(const NET_Event *e, const float *pos)
+{
+    switch (e->type) {
+    case NET_EVENT_CREATE_OBJECT:
+        return NET_RmEvCreateObject(e->object_id, e->object_class, pos, e->orient, e->flags);
+    case NET_EVENT_CREATE_LASER:
+        return NET_RmEvCreateLaser(e->object_id, e->object_class, pos, e->dir);
+    case NET_EVENT_CREATE_MISSILE:
+        return NET_RmEvCreateMissile(e->object_id, e->object_class, pos, e->dir, e->target_id);
+    case NET_EVENT_CREATE_EXTRA:
+        return NET_RmEvCreateExtra(e->object_id, e->object_class, pos);
+    case NET_EVENT_PARTICLE_OBJECT:
+        return NET_RmEvParticleObject(e->object_class, pos);
+    case NET_EVENT_KILL_OBJECT:
+        return NET_RmEvKillObject(e->object_id, e->list_id);
+    case NET_EVENT_TEXT:
+        return NET_RmEvSendText(e->text);
+    case NET_EVENT_PLAYER_NAME:
+        return NET_RmEvPlayerName(e->text);
+    case NET_EVENT_CUSTOM:
+        return NET_RmEvCustom(e->custom_type, e->data_len > 0 ? e->data : NULL, e->data_len,
+                              e->flags);
+    default:
+        return NET_ERR_INTERNAL;
+    }
+}
+
+/* The options every game program takes: --name NAME --peer HOST:PORT [--exec LINE]...
+ * [--duration MS]. (contract_pair, three_games) */
+#define CHECK_MAX_EXECS 16
+
+struct check_game_args {
+    const char *name;
+    const char *peer;
+    const char *execs[CHECK_MAX_EXECS];
+    int exec_count;
+    long duration;
+};
+
+/* If argv[*i] is one of the common options, take it (and its value) and return 1. */
+static inline int check_game_arg(struct check_game_args *a, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        return 0;
+    }
+    if (strcmp(argv[*i], "--name") == 0) {
+        a->name = argv[++*i];
+    } else if (strcmp(argv[*i], "--peer") == 0) {
+        a->peer = argv[++*i];
+    } else if (strcmp(argv[*i], "--exec") == 0 && a->exec_count < CHECK_MAX_EXECS) {
+        a->execs[a->exec_count++] = argv[++*i];
+    } else if (strcmp(argv[*i], "--duration") == 0) {
+        a->duration = atol(argv[++*i]);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* NET_Init, then each --exec line through the console, checking each. */
+static inline void check_init_with_execs(const struct check_game_args *a)
+{
+    char line[300], out[1024];
+    int i;
+
+    expect_code("NET_Init()", NET_Init(), NET_OK);
+    for (i = 0; i < a->exec_count; i++) {
+        int32_t rc = NET_ConsoleExec(a->execs[i], out, sizeof out);
+
+        snprintf(line, sizeof line, "console \"%.100s\": %.150s", a->execs[i], out);
+        expect_code(line, rc, NET_OK);
+    }
+}
+
+/* "connect HOST:PORT" through the console, checked. */
+static inline void check_connect(const char *peer)
+{
+    char line[300], out[1024];
+
+    snprintf(line, sizeof line, "connect %s", peer);
+    expect_code(line, NET_ConsoleExec(line, out, sizeof out), NET_OK);
 }
 
 #endif /* PARSEC_NET_FFI_TESTS_CHECK_H */

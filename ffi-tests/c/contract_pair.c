@@ -43,7 +43,6 @@
 
 #include "check.h"
 
-#define MAX_EXECS 16
 #define NEW_NAME_FMT "%s-renamed-0123456789abcdefghij" /* cut to 31 bytes */
 
 static void print_event(const NET_Event *e)
@@ -169,42 +168,9 @@ static int send_script(const struct script *s)
 
     for (i = 0; i < s->count; i++) {
         const NET_Event *e = &s->events[i];
-        int32_t rc = NET_ERR_INTERNAL;
+        int32_t rc = check_send_event(e, e->pos);
         char what[64];
 
-        switch (e->type) {
-        case NET_EVENT_CREATE_OBJECT:
-            rc = NET_RmEvCreateObject(e->object_id, e->object_class, e->pos, e->orient, e->flags);
-            break;
-        case NET_EVENT_CREATE_LASER:
-            rc = NET_RmEvCreateLaser(e->object_id, e->object_class, e->pos, e->dir);
-            break;
-        case NET_EVENT_CREATE_MISSILE:
-            rc = NET_RmEvCreateMissile(e->object_id, e->object_class, e->pos, e->dir,
-                                       e->target_id);
-            break;
-        case NET_EVENT_CREATE_EXTRA:
-            rc = NET_RmEvCreateExtra(e->object_id, e->object_class, e->pos);
-            break;
-        case NET_EVENT_PARTICLE_OBJECT:
-            rc = NET_RmEvParticleObject(e->object_class, e->pos);
-            break;
-        case NET_EVENT_KILL_OBJECT:
-            rc = NET_RmEvKillObject(e->object_id, e->list_id);
-            break;
-        case NET_EVENT_TEXT:
-            rc = NET_RmEvSendText(e->text);
-            break;
-        case NET_EVENT_PLAYER_NAME:
-            rc = NET_RmEvPlayerName(e->text);
-            break;
-        case NET_EVENT_CUSTOM:
-            rc = NET_RmEvCustom(e->custom_type, e->data_len > 0 ? e->data : NULL, e->data_len,
-                                e->flags);
-            break;
-        default:
-            break;
-        }
         snprintf(what, sizeof what, "sending %s (#%d)", check_event_name(e->type), i);
         expect_code(what, rc, NET_OK);
         failed += rc != NET_OK;
@@ -497,12 +463,10 @@ static int play(const char *file)
 int main(int argc, char **argv)
 {
     static struct game g;
-    const char *execs[MAX_EXECS];
-    const char *peer = NULL;
-    int exec_count = 0, leave = 0, i;
-    long duration = 20000;
+    struct check_game_args args = {NULL, NULL, {NULL}, 0, 20000};
+    int leave = 0, i;
+    long duration;
     long long deadline;
-    char line[300], out[1024];
     NET_ShipState moving;
 
     for (i = 1; i < argc; i++) {
@@ -512,36 +476,23 @@ int main(int argc, char **argv)
             return play(argv[i + 1]);
         } else if (strcmp(argv[i], "--name-anywhere") == 0) {
             name_anywhere = 1;
-        } else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {
-            g.name = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--peer") == 0) {
-            peer = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--exec") == 0 && exec_count < MAX_EXECS) {
-            execs[exec_count++] = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--duration") == 0) {
-            duration = atol(argv[++i]);
-        } else {
+        } else if (!check_game_arg(&args, argc, argv, &i)) {
             fprintf(stderr, "usage: contract_pair --name NAME --peer HOST:PORT [--exec LINE]... "
                             "[--leave] [--duration MS]\n");
             return 2;
         }
     }
-    if (g.name == NULL || peer == NULL) {
+    if (args.name == NULL || args.peer == NULL) {
         fprintf(stderr, "contract_pair: --name and --peer are required\n");
         return 2;
     }
+    g.name = args.name;
+    duration = args.duration;
     g.slot = -1;
     g.other = -1;
-    expect_code("NET_Init()", NET_Init(), NET_OK);
-    for (i = 0; i < exec_count; i++) {
-        int32_t rc = NET_ConsoleExec(execs[i], out, sizeof out);
-
-        snprintf(line, sizeof line, "console \"%.100s\": %.150s", execs[i], out);
-        expect_code(line, rc, NET_OK);
-    }
+    check_init_with_execs(&args);
     expect_code("NET_SetPlayerName", NET_SetPlayerName(g.name), NET_OK);
-    snprintf(line, sizeof line, "connect %s", peer);
-    expect_code(line, NET_ConsoleExec(line, out, sizeof out), NET_OK);
+    check_connect(args.peer);
 
     /* A moving ship until the script is sent: the receiver must see the last state only. */
     memset(&moving, 0, sizeof moving);

@@ -40,7 +40,6 @@
 
 #include "check.h"
 
-#define MAX_EXECS 16
 #define OTHERS 2
 #define SCRIPT_MAX 24
 #define MOVED 1000.0f /* how far the position callback says a fired object moved */
@@ -200,45 +199,14 @@ static void send_script(const struct script *s)
     for (i = 0; i < s->count; i++) {
         const NET_Event *e = &s->events[i];
         const float *at = s->fired[i];
-        int32_t rc = NET_ERR_INTERNAL;
+        int32_t rc;
         char what[80];
 
         if (i < 3) {
             fired_objects[i].id = e->object_id;
             memcpy(fired_objects[i].pos, at, sizeof fired_objects[i].pos);
         }
-        switch (e->type) {
-        case NET_EVENT_CREATE_OBJECT:
-            rc = NET_RmEvCreateObject(e->object_id, e->object_class, at, e->orient, e->flags);
-            break;
-        case NET_EVENT_CREATE_LASER:
-            rc = NET_RmEvCreateLaser(e->object_id, e->object_class, at, e->dir);
-            break;
-        case NET_EVENT_CREATE_MISSILE:
-            rc = NET_RmEvCreateMissile(e->object_id, e->object_class, at, e->dir, e->target_id);
-            break;
-        case NET_EVENT_CREATE_EXTRA:
-            rc = NET_RmEvCreateExtra(e->object_id, e->object_class, at);
-            break;
-        case NET_EVENT_PARTICLE_OBJECT:
-            rc = NET_RmEvParticleObject(e->object_class, at);
-            break;
-        case NET_EVENT_KILL_OBJECT:
-            rc = NET_RmEvKillObject(e->object_id, e->list_id);
-            break;
-        case NET_EVENT_TEXT:
-            rc = NET_RmEvSendText(e->text);
-            break;
-        case NET_EVENT_PLAYER_NAME:
-            rc = NET_RmEvPlayerName(e->text);
-            break;
-        case NET_EVENT_CUSTOM:
-            rc = NET_RmEvCustom(e->custom_type, e->data_len > 0 ? e->data : NULL, e->data_len,
-                                e->flags);
-            break;
-        default:
-            break;
-        }
+        rc = check_send_event(e, at);
         snprintf(what, sizeof what, "sending #%d %s (len %u, flags %u)", i,
                  check_event_name(e->type), (unsigned)e->data_len, (unsigned)e->flags);
         expect_code(what, rc, NET_OK);
@@ -635,50 +603,36 @@ static void final_checks(struct game *g)
 int main(int argc, char **argv)
 {
     static struct game g;
-    const char *execs[MAX_EXECS];
-    const char *peer = NULL;
-    int exec_count = 0, i;
-    long duration = 40000;
+    struct check_game_args args = {NULL, NULL, {NULL}, 0, 40000};
+    int i;
+    long duration;
     long long deadline, linger = 0;
-    char line[300], out[1024], name31[32];
+    char name31[32];
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--name-in-place") == 0) {
             name_in_place = 1;
-        } else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {
-            g.name = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--peer") == 0) {
-            peer = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--exec") == 0 && exec_count < MAX_EXECS) {
-            execs[exec_count++] = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--duration") == 0) {
-            duration = atol(argv[++i]);
-        } else {
+        } else if (!check_game_arg(&args, argc, argv, &i)) {
             fprintf(stderr, "usage: three_games --name NAME --peer HOST:PORT [--exec LINE]... "
                             "[--name-in-place] [--duration MS]\n");
             return 2;
         }
     }
-    if (g.name == NULL || peer == NULL) {
+    if (args.name == NULL || args.peer == NULL) {
         fprintf(stderr, "three_games: --name and --peer are required\n");
         return 2;
     }
+    g.name = args.name;
+    duration = args.duration;
     g.slot = -1;
-    expect_code("NET_Init()", NET_Init(), NET_OK);
-    for (i = 0; i < exec_count; i++) {
-        int32_t rc = NET_ConsoleExec(execs[i], out, sizeof out);
-
-        snprintf(line, sizeof line, "console \"%.100s\": %.150s", execs[i], out);
-        expect_code(line, rc, NET_OK);
-    }
+    check_init_with_execs(&args);
     memset(name31, 'z', sizeof name31);
     name31[31] = '\0';
     expect_code("NET_SetPlayerName(31 bytes)", NET_SetPlayerName(name31), NET_OK);
     expect_code("NET_SetPlayerName", NET_SetPlayerName(g.name), NET_OK);
     expect_code("NET_SetObjectPositionCallback", NET_SetObjectPositionCallback(object_position, NULL),
                 NET_OK);
-    snprintf(line, sizeof line, "connect %s", peer);
-    expect_code(line, NET_ConsoleExec(line, out, sizeof out), NET_OK);
+    check_connect(args.peer);
 
     deadline = check_now_ms() + duration;
     while (check_now_ms() < deadline) {
