@@ -11,6 +11,9 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+use support::processes::LOOPBACK_SLOTSERVER;
+
 const SIGPIPE: i32 = 13;
 const FULL_DISK: &str = "cannot write to standard output: No space left on device";
 
@@ -136,19 +139,12 @@ fn piped_into_head_it_never_panics() {
 
 /// A slotserver on 127.0.0.1, any free port, without HTTP, with `stdout`.
 fn slotserver(stdout: Stdio) -> Child {
-    parsecnet(&[
-        "slotserver",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--no-http",
-    ])
-    .env("PARSEC_NET_LOG", "error")
-    .stdout(stdout)
-    .stdin(Stdio::null())
-    .spawn()
-    .expect("parsecnet slotserver runs")
+    parsecnet(LOOPBACK_SLOTSERVER)
+        .env("PARSEC_NET_LOG", "error")
+        .stdout(stdout)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("parsecnet slotserver runs")
 }
 
 #[test]

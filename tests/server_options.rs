@@ -6,6 +6,9 @@
 use std::net::{TcpListener, UdpSocket};
 use std::process::{Command, Output};
 
+mod support;
+use support::processes::loopback_slotserver;
+
 fn server(kind: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_parsecnet"))
         .arg(kind)
@@ -248,15 +251,7 @@ fn the_listening_line_comes_first_also_with_masterservers() {
     use std::io::{BufRead, BufReader};
     let master = TcpListener::bind("127.0.0.1:0").unwrap();
     let master = master.local_addr().unwrap().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-        .args([
-            "slotserver",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-http",
-        ])
+    let mut child = loopback_slotserver()
         .args(["--master", &master])
         .env("PARSEC_NET_LOG", "off")
         .stdout(std::process::Stdio::piped())

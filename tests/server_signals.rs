@@ -5,8 +5,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, ExitStatus, Stdio};
 use std::sync::mpsc;
+
+mod support;
+use support::processes::loopback_slotserver;
 
 /// A masterserver that accepts the join and never answers `remove me`; sends each line it gets.
 fn silent_master() -> (String, mpsc::Receiver<String>) {
@@ -32,7 +35,7 @@ fn silent_master() -> (String, mpsc::Receiver<String>) {
 }
 
 /// Reads the server's log until it says it is registered (it has read `join accepted`).
-fn wait_registered(child: &mut std::process::Child) {
+fn wait_registered(child: &mut Child) {
     let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
     loop {
         let line = log
@@ -47,19 +50,11 @@ fn wait_registered(child: &mut std::process::Child) {
     std::thread::spawn(move || log.for_each(drop));
 }
 
-#[test]
-fn a_second_signal_during_the_graceful_stop_exits_at_once_with_status_1() {
-    let (master, lines) = silent_master();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-        .args([
-            "slotserver",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-http",
-        ])
-        .args(["--master", &master])
+/// A slotserver on 127.0.0.1 registered with `master`, its log at info; returns once the log
+/// says it is registered, with its standard output.
+fn registered_slotserver(master: &str) -> (Child, ChildStdout) {
+    let mut child = loopback_slotserver()
+        .args(["--master", master])
         .env("PARSEC_NET_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -67,6 +62,20 @@ fn a_second_signal_during_the_graceful_stop_exits_at_once_with_status_1() {
         .expect("parsecnet runs");
     wait_registered(&mut child);
     let stdout = child.stdout.take().unwrap();
+    (child, stdout)
+}
+
+/// Waits for the server to exit; its exit status and every line it printed.
+fn wait_printed(mut child: Child, stdout: ChildStdout) -> (ExitStatus, Vec<String>) {
+    let status = child.wait().unwrap();
+    let printed = BufReader::new(stdout).lines().map(Result::unwrap).collect();
+    (status, printed)
+}
+
+#[test]
+fn a_second_signal_during_the_graceful_stop_exits_at_once_with_status_1() {
+    let (master, lines) = silent_master();
+    let (child, stdout) = registered_slotserver(&master);
     let next = |what: &str| {
         lines
             .recv_timeout(std::time::Duration::from_secs(30))
@@ -84,8 +93,7 @@ fn a_second_signal_during_the_graceful_stop_exits_at_once_with_status_1() {
     }
     // The second one, within the 2 s it waits for `removing you`: out at once.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let printed: Vec<String> = BufReader::new(stdout).lines().map(Result::unwrap).collect();
+    let (status, printed) = wait_printed(child, stdout);
     assert_eq!(status.code(), Some(1), "{printed:?}");
     assert!(
         printed.iter().all(|l| !l.contains(" stopped;")),
@@ -100,30 +108,13 @@ fn a_second_signal_during_the_graceful_stop_exits_at_once_with_status_1() {
 #[test]
 fn one_signal_stops_gracefully_with_status_0_and_the_counters() {
     let (master, lines) = silent_master();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-        .args([
-            "slotserver",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-http",
-        ])
-        .args(["--master", &master])
-        .env("PARSEC_NET_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("parsecnet runs");
-    wait_registered(&mut child);
-    let stdout = child.stdout.take().unwrap();
+    let (child, stdout) = registered_slotserver(&master);
     let join = lines
         .recv_timeout(std::time::Duration::from_secs(30))
         .expect("a join line");
     assert!(join.starts_with("version: 1.0 join me: parsec"), "{join}");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    let printed: Vec<String> = BufReader::new(stdout).lines().map(Result::unwrap).collect();
+    let (status, printed) = wait_printed(child, stdout);
     assert_eq!(status.code(), Some(0), "{printed:?}");
     assert!(
         printed

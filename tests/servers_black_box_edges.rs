@@ -14,12 +14,12 @@
 //! - gameserver: UDP packets from an address that never joined are refused and counted.
 
 use std::net::UdpSocket;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 mod support;
 
-use support::processes::{ServerProcess, LIMIT};
+use support::processes::{loopback_slotserver, ServerProcess, LIMIT};
 use support::text_client::Client;
 
 const MESSAGES: [&str; 4] = ["first", "second", "", "fourth"];
@@ -78,15 +78,7 @@ fn a_messages_file_ending_in_blank_lines_starts_the_server() {
     // Still four lines at most: a fifth line with text stops the server, naming the file.
     let file = dir.join("five.txt");
     std::fs::write(&file, "1\n2\n3\n4\n5\n\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_parsecnet"))
-        .args([
-            "slotserver",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-http",
-        ])
+    let out = loopback_slotserver()
         .args(["--messages", file.to_str().unwrap()])
         .env("PARSEC_NET_LOG", "off")
         .stdin(Stdio::null())

@@ -11,6 +11,24 @@ use std::time::{Duration, Instant};
 /// Only a hung run waits this long for a line or an answer.
 pub const LIMIT: Duration = Duration::from_secs(30);
 
+/// The arguments of a slotserver on 127.0.0.1, on a port the system chooses, without HTTP.
+pub const LOOPBACK_SLOTSERVER: &[&str] = &[
+    "slotserver",
+    "--bind",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--no-http",
+];
+
+/// `parsecnet slotserver` on 127.0.0.1, on a port the system chooses, without HTTP; the caller
+/// adds the rest (its log level, pipes, more arguments).
+pub fn loopback_slotserver() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parsecnet"));
+    command.args(LOOPBACK_SLOTSERVER);
+    command
+}
+
 /// A `parsecnet` server (`masterserver`, `slotserver`, `gameserver`); killed when dropped.
 pub struct ServerProcess {
     child: Child,
