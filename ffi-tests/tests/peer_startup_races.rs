@@ -397,6 +397,58 @@ fn table(game: &mut LiveGame) -> BTreeMap<i32, String> {
     table
 }
 
+/// Fails unless every game met the others.
+fn meet_all(games: &[LiveGame]) {
+    for game in games {
+        if !game.wait_complete(WAIT) {
+            game.fail("did not meet the others");
+        }
+    }
+}
+
+/// Waits until `newcomer` is seated and each of `games` saw it join after its line `marks[i]`.
+fn wait_seated(newcomer: &LiveGame, games: &[LiveGame], marks: &[usize]) {
+    let at = newcomer.wait_event_where(0, WAIT, |e| e.kind == "CONNECTED");
+    let slot = newcomer.report().events[at].player;
+    for (game, mark) in games.iter().zip(marks) {
+        game.wait_event(*mark, "PLAYER_JOINED", slot, WAIT);
+    }
+}
+
+/// The replies each game sent since it had sent `before`.
+fn replies_since(games: &mut [LiveGame], before: &[u64]) -> Vec<u64> {
+    games
+        .iter_mut()
+        .map(replies_sent)
+        .zip(before)
+        .map(|(after, before)| after - before)
+        .collect()
+}
+
+/// Fails unless every game soon lists the same `players` players in the same slots (names
+/// from the game).
+fn tables_agree(games: &mut [LiveGame], players: usize) {
+    let mut tables = Vec::new();
+    for _ in 0..50 {
+        tables = games.iter_mut().map(table).collect::<Vec<_>>();
+        if tables.iter().all(|t| t.len() == players && *t == tables[0]) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !tables.iter().all(|t| t.len() == players && *t == tables[0]) {
+        games[0].fail(&format!("the player tables disagree: {tables:?}"));
+    }
+    println!("  tables agree: {:?}", tables[0]);
+}
+
+/// Fails if the run polled an ERROR event.
+fn no_error_event(run: &GameRun) {
+    if let Some(error) = run.report.events.iter().find(|e| e.kind == "ERROR") {
+        run.fail(&format!("an error event: {}", error.text));
+    }
+}
+
 fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
     let ports = free_loopback_ports(4);
     let setup = |i: usize| {
@@ -413,11 +465,7 @@ fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
             live(delayed(command, delays[i]), NAMES[i])
         })
         .collect();
-    for game in &games {
-        if !game.wait_complete(WAIT) {
-            game.fail("did not meet the others");
-        }
-    }
+    meet_all(&games);
     let victim = rng.below(3) as usize;
     let victim_slot = games[victim].report().connected_slot().expect("seated");
     let mut dead = games.remove(victim);
@@ -447,20 +495,11 @@ fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
         2,
     ));
     let newcomer = live(command, "dot");
-    let slot = newcomer.wait_event_where(0, WAIT, |e| e.kind == "CONNECTED");
-    let slot = newcomer.report().events[slot].player;
-    for (game, mark) in games.iter().zip(&marks) {
-        game.wait_event(*mark, "PLAYER_JOINED", slot, WAIT);
-    }
+    wait_seated(&newcomer, &games, &marks);
     // The rank-0 survivor (the higher node: the higher port on 127.0.0.1) answers; the other
     // one only forwards the request to it and defers (SPEC 6: rank r answers after r x
     // wait-interval unless it snoops another peer's reply first).
-    let replies: Vec<u64> = games
-        .iter_mut()
-        .map(replies_sent)
-        .zip(&replies_before)
-        .map(|(after, before)| after - before)
-        .collect();
+    let replies = replies_since(&mut games, &replies_before);
     let highest = if ports[survivors[0]] > ports[survivors[1]] {
         0
     } else {
@@ -475,18 +514,7 @@ fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
     }
     games.push(newcomer);
     // Every one lists the same players in the same slots (names from the game).
-    let mut tables = Vec::new();
-    for _ in 0..50 {
-        tables = games.iter_mut().map(table).collect::<Vec<_>>();
-        if tables.iter().all(|t| t.len() == 3 && *t == tables[0]) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if !tables.iter().all(|t| t.len() == 3 && *t == tables[0]) {
-        games[0].fail(&format!("the player tables disagree: {tables:?}"));
-    }
-    println!("  tables agree: {:?}", tables[0]);
+    tables_agree(&mut games, 3);
     for game in games {
         let run = game.quit(WAIT);
         let disconnects = run
@@ -500,9 +528,7 @@ fn killed_and_newcomer(rng: &mut Rng, program: &Path) {
                 "{disconnects} PLAYER_DISCONNECTED for the killed slot {victim_slot}"
             ));
         }
-        if let Some(error) = run.report.events.iter().find(|e| e.kind == "ERROR") {
-            run.fail(&format!("an error event: {}", error.text));
-        }
+        no_error_event(&run);
     }
 }
 
@@ -534,11 +560,7 @@ fn broadcast_newcomer(rng: &mut Rng, program: &Path) {
             live(delayed(command, delays[i]), NAMES[i])
         })
         .collect();
-    for game in &games {
-        if !game.wait_complete(WAIT) {
-            game.fail("did not meet the others");
-        }
-    }
+    meet_all(&games);
     let replies_before: Vec<u64> = games.iter_mut().map(replies_sent).collect();
     let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
     let wait = rng.below(1501);
@@ -550,17 +572,8 @@ fn broadcast_newcomer(rng: &mut Rng, program: &Path) {
     let mut command = lan.command(newcomer_host, program);
     command.args(live_args("dot", &setup, None, 2));
     let newcomer = live(command, "dot");
-    let at = newcomer.wait_event_where(0, WAIT, |e| e.kind == "CONNECTED");
-    let slot = newcomer.report().events[at].player;
-    for (game, mark) in games.iter().zip(&marks) {
-        game.wait_event(*mark, "PLAYER_JOINED", slot, WAIT);
-    }
-    let replies: Vec<u64> = games
-        .iter_mut()
-        .map(replies_sent)
-        .zip(&replies_before)
-        .map(|(after, before)| after - before)
-        .collect();
+    wait_seated(&newcomer, &games, &marks);
+    let replies = replies_since(&mut games, &replies_before);
     // The hosts' addresses rise with their index: the last of `hosts` has rank 0.
     let top = games.len() - 1;
     println!(
@@ -573,23 +586,10 @@ fn broadcast_newcomer(rng: &mut Rng, program: &Path) {
         ));
     }
     games.push(newcomer);
-    let mut tables = Vec::new();
-    for _ in 0..50 {
-        tables = games.iter_mut().map(table).collect::<Vec<_>>();
-        if tables.iter().all(|t| t.len() == 4 && *t == tables[0]) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if !tables.iter().all(|t| t.len() == 4 && *t == tables[0]) {
-        games[0].fail(&format!("the player tables disagree: {tables:?}"));
-    }
-    println!("  tables agree: {:?}", tables[0]);
+    tables_agree(&mut games, 4);
     for game in games {
         let run = game.quit(WAIT);
-        if let Some(error) = run.report.events.iter().find(|e| e.kind == "ERROR") {
-            run.fail(&format!("an error event: {}", error.text));
-        }
+        no_error_event(&run);
     }
 }
 
