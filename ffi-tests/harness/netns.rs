@@ -8,14 +8,24 @@
 //! and deletes them.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::process::run;
 
 /// The longest one `ip` command may take.
 const IP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Whether `name arg` runs and succeeds here (a tool such as tshark is installed).
+pub fn tool_works(name: &str, arg: &str) -> bool {
+    Command::new(name)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
 
 /// Whether a test that needs `what` (such as "root for network namespaces") is skipped here
 /// because namespaces cannot be used; if so it prints `SKIPPED: needs WHAT (why)`.
@@ -156,6 +166,59 @@ impl Lan {
     pub fn broadcast(&self) -> String {
         let [a, b, c] = self.subnet;
         format!("{a}.{b}.{c}.255")
+    }
+
+    /// The MAC address of host `i`'s `eth0` as `ip` prints it (lower case, with colons).
+    pub fn eth0_mac(&self, i: usize) -> String {
+        let out = Command::new("ip")
+            .args(["-n", self.namespace(i), "-br", "link", "show", "eth0"])
+            .output()
+            .expect("ip runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("no MAC in {text:?}"))
+            .to_lowercase()
+    }
+
+    /// tshark on the bridge (`br0`) writing what the capture `filter` lets through into `file`
+    /// (pcap), with `options` before the filter; returns once it has started capturing (its
+    /// file has a header), or kills it and panics after `timeout`.
+    pub fn start_bridge_capture(
+        &self,
+        options: &[&str],
+        filter: &str,
+        file: &Path,
+        timeout: Duration,
+    ) -> Child {
+        let _ = std::fs::remove_file(file);
+        let mut tshark = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                self.bridge_namespace(),
+                "tshark",
+                "-i",
+                "br0",
+            ])
+            .args(options)
+            .args(["-f", filter, "-F", "pcap", "-w"])
+            .arg(file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tshark starts");
+        let deadline = Instant::now() + timeout;
+        while std::fs::metadata(file).map_or(true, |m| m.len() == 0) {
+            if Instant::now() > deadline {
+                let _ = tshark.kill();
+                let _ = tshark.wait();
+                panic!("tshark did not start capturing on the bridge");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        tshark
     }
 
     /// A command running `program` in host `i`'s namespace (`ip netns exec NS program`, which

@@ -39,12 +39,12 @@
 //!   free again once the holders have ended.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use parsec_net_ffi_tests::backends::built_backend_dir;
 use parsec_net_ffi_tests::live::{LiveGame, Running};
-use parsec_net_ffi_tests::netns::{skip_without, Lan};
+use parsec_net_ffi_tests::netns::{skip_without, tool_works, Lan};
 use parsec_net_ffi_tests::peer::{check_ran_well, game_args, GameRun};
 use parsec_net_ffi_tests::process::{run, run_asan, Output};
 use parsec_net_ffi_tests::series::{deliveries, sent, stop_and_drain};
@@ -64,27 +64,6 @@ fn skip() -> bool {
     skip_without("root for network namespaces")
 }
 
-fn tool_works(name: &str, arg: &str) -> bool {
-    Command::new(name)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn mac_of_eth0(ns: &str) -> String {
-    let out = Command::new("ip")
-        .args(["-n", ns, "-br", "link", "show", "eth0"])
-        .output()
-        .expect("ip runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split_whitespace()
-        .nth(2)
-        .unwrap_or_else(|| panic!("no MAC in {text:?}"))
-        .to_lowercase()
-}
-
 /// tshark capturing IPX frames on the LAN's bridge into `file`; killed on drop.
 struct Capture {
     child: std::process::Child,
@@ -92,33 +71,13 @@ struct Capture {
 
 impl Capture {
     fn start(lan: &Lan, file: &Path) -> Capture {
-        let _ = std::fs::remove_file(file);
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                lan.bridge_namespace(),
-                "tshark",
-                "-i",
-                "br0",
-            ])
-            .args(["-B", "16", "-f", "ether proto 0x8137", "-F", "pcap", "-w"])
-            .arg(file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tshark starts");
-        let capture = Capture { child };
-        let deadline = Instant::now() + CAPTURE_START_TIMEOUT;
-        while std::fs::metadata(file).map_or(true, |m| m.len() == 0) {
-            assert!(
-                Instant::now() < deadline,
-                "tshark did not start capturing on the bridge"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        capture
+        let child = lan.start_bridge_capture(
+            &["-B", "16"],
+            "ether proto 0x8137",
+            file,
+            CAPTURE_START_TIMEOUT,
+        );
+        Capture { child }
     }
 
     /// SIGINT: tshark writes what it has and exits.
@@ -193,9 +152,7 @@ fn three_games_burst_over_ipx_and_every_frame_is_ipx_within_546_bytes() {
         return;
     }
     let lan = Lan::create(NAMES.len());
-    let macs: Vec<String> = (0..NAMES.len())
-        .map(|i| mac_of_eth0(lan.namespace(i)))
-        .collect();
+    let macs: Vec<String> = (0..NAMES.len()).map(|i| lan.eth0_mac(i)).collect();
     let file = std::env::temp_dir().join(format!("ipx-audit-{}.pcap", std::process::id()));
     let capture = Capture::start(&lan, &file);
 
@@ -544,9 +501,7 @@ fn refused_ipx_commands_in_a_live_ipx_game_change_nothing() {
         if now != before[i] {
             game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
         }
-        let mac = mac_of_eth0(lan.namespace(i))
-            .replace(':', "")
-            .to_uppercase();
+        let mac = lan.eth0_mac(i).replace(':', "").to_uppercase();
         if now.1 != format!("00000000:{mac}:197E") {
             game.fail(&format!("local node {} is not 00000000:{mac}:197E", now.1));
         }
@@ -656,9 +611,7 @@ fn switching_a_game_of_256_byte_events_from_udp_to_ipx_and_back() {
         println!("NOTE: tshark is not installed: the frame sizes are not checked");
     }
     let lan = Lan::create(NAMES.len());
-    let macs: Vec<String> = (0..NAMES.len())
-        .map(|i| mac_of_eth0(lan.namespace(i)))
-        .collect();
+    let macs: Vec<String> = (0..NAMES.len()).map(|i| lan.eth0_mac(i)).collect();
     let file = std::env::temp_dir().join(format!("ipx-audit-switch-{}.pcap", std::process::id()));
     let capture = capture_on.then(|| Capture::start(&lan, &file));
     let mut setup = vec![

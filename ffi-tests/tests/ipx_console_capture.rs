@@ -9,37 +9,16 @@
 //! them the test prints SKIPPED and passes.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use parsec_net_ffi_tests::netns::{unavailable, Lan};
+use parsec_net_ffi_tests::netns::{tool_works, unavailable, Lan};
 use parsec_net_ffi_tests::process::run;
 use parsec_net_ffi_tests::server::parsecnet;
 
 const GAME_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long tshark may take to start capturing (it writes its file header then).
 const CAPTURE_START_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn tool_works(name: &str) -> bool {
-    Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn mac_of_eth0(ns: &str) -> String {
-    let out = Command::new("ip")
-        .args(["-n", ns, "-br", "link", "show", "eth0"])
-        .output()
-        .expect("ip runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split_whitespace()
-        .nth(2)
-        .unwrap_or_else(|| panic!("no MAC in {text:?}"))
-        .to_lowercase()
-}
 
 /// The console script of one game: IPX, a quick peer startup, a chat line, the refusals.
 fn script(name: &str) -> String {
@@ -66,39 +45,15 @@ fn two_console_games_over_ipx_send_frames_tshark_decodes_as_ipx() {
         println!("SKIPPED: {why}");
         return;
     }
-    if !tool_works("tshark") {
+    if !tool_works("tshark", "--version") {
         println!("SKIPPED: tshark is not installed");
         return;
     }
     let lan = Lan::create(2);
-    let macs = [mac_of_eth0(lan.namespace(0)), mac_of_eth0(lan.namespace(1))];
+    let macs = [lan.eth0_mac(0), lan.eth0_mac(1)];
     let file = std::env::temp_dir().join(format!("ipx-console-{}.pcap", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    let mut tshark = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            lan.bridge_namespace(),
-            "tshark",
-            "-i",
-            "br0",
-        ])
-        .args(["-f", "ether proto 0x8137", "-F", "pcap", "-w"])
-        .arg(&file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tshark starts");
-    let deadline = Instant::now() + CAPTURE_START_TIMEOUT;
-    while std::fs::metadata(&file).map_or(true, |m| m.len() == 0) {
-        if Instant::now() > deadline {
-            let _ = tshark.kill();
-            let _ = tshark.wait();
-            panic!("tshark did not start capturing on the bridge");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut tshark =
+        lan.start_bridge_capture(&[], "ether proto 0x8137", &file, CAPTURE_START_TIMEOUT);
 
     let program = parsecnet();
     let games: Vec<_> = ["alpha", "beta"]

@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::netns::{unavailable, Lan};
@@ -88,33 +88,12 @@ fn now_s() -> f64 {
 
 /// tshark capturing UDP on port 6526 on the LAN's bridge into `file`, once it has started.
 fn start_capture(lan: &Lan, file: &Path) -> Child {
-    let _ = std::fs::remove_file(file);
-    let mut tshark = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            lan.bridge_namespace(),
-            "tshark",
-            "-i",
-            "br0",
-        ])
-        .args(["-f", &format!("udp port {PORT}"), "-F", "pcap", "-w"])
-        .arg(file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tshark starts");
-    let deadline = Instant::now() + CAPTURE_START_TIMEOUT;
-    while std::fs::metadata(file).map_or(true, |m| m.len() == 0) {
-        if Instant::now() > deadline {
-            let _ = tshark.kill();
-            let _ = tshark.wait();
-            panic!("tshark did not start capturing on the bridge");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    tshark
+    lan.start_bridge_capture(
+        &[],
+        &format!("udp port {PORT}"),
+        file,
+        CAPTURE_START_TIMEOUT,
+    )
 }
 
 /// One captured datagram as the dissector decoded it.
