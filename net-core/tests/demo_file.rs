@@ -964,6 +964,20 @@ fn play_and_look_up(path: &Path) -> Vec<Seen> {
     seen
 }
 
+/// Play the demo at `path` (as [`play_and_look_up`]) and assert that every lookup answers as
+/// `seen_live` did, event by event; the played demo may start with a snapshot's events, so its
+/// last `seen_live.len()` events are compared.
+fn assert_plays_back_as_live(path: &Path, seen_live: &[Seen]) {
+    let seen_played = play_and_look_up(path);
+    let skip = seen_played.len() - seen_live.len();
+    for (i, (live, played)) in seen_live.iter().zip(&seen_played[skip..]).enumerate() {
+        assert_eq!(
+            live, played,
+            "event {i}: live (left) and played back (right) differ"
+        );
+    }
+}
+
 /// The ship of a player at frame `frame` (`base` tells the players apart).
 fn flying(base: f32, frame: u32) -> ShipState {
     ShipState {
@@ -1620,16 +1634,9 @@ fn a_state_that_came_with_its_players_departure_does_not_seat_it_again_in_playba
     console(&mut live.alice, "stop");
     let seen_live = live.seen;
 
-    let seen_played = play_and_look_up(&path.0);
     // The played demo starts with the snapshot (Connected, bob seated and joined): compare
     // from the first event after it.
-    let skip = seen_played.len() - seen_live.len();
-    for (i, (live, played)) in seen_live.iter().zip(&seen_played[skip..]).enumerate() {
-        assert_eq!(
-            live, played,
-            "event {i}: live (left) and played back (right) differ"
-        );
-    }
+    assert_plays_back_as_live(&path.0, &seen_live);
 }
 
 /// Live, a game polls a frame's events before what it does next (a console command such as
@@ -1871,12 +1878,5 @@ fn a_departing_player_is_looked_up_until_the_game_polls_its_departure() {
     let seen_live = live.seen;
 
     // Played back, the same answers at the same events.
-    let seen_played = play_and_look_up(&path.0);
-    let skip = seen_played.len() - seen_live.len();
-    for (i, (live, played)) in seen_live.iter().zip(&seen_played[skip..]).enumerate() {
-        assert_eq!(
-            live, played,
-            "event {i}: live (left) and played back (right) differ"
-        );
-    }
+    assert_plays_back_as_live(&path.0, &seen_live);
 }
