@@ -421,6 +421,22 @@ fn seat(game: &mut LiveGame) -> (String, String) {
     (game_line, local_node(&status))
 }
 
+/// Each game's [`seat`] and how many lines it has printed (before what must change nothing).
+fn seats_and_marks(games: &mut [LiveGame]) -> (Vec<(String, String)>, Vec<usize>) {
+    let before = games.iter_mut().map(seat).collect();
+    let marks = games.iter().map(|g| g.process.line_count()).collect();
+    (before, marks)
+}
+
+/// The [`seat`] of `game` now; fails the game if it is not `before` any more.
+fn same_seat(game: &mut LiveGame, before: &(String, String)) -> (String, String) {
+    let now = seat(game);
+    if now != *before {
+        game.fail(&format!("seat or node changed: {before:?} -> {now:?}"));
+    }
+    now
+}
+
 fn local_node(status: &str) -> String {
     status
         .split("local node ")
@@ -484,8 +500,7 @@ fn refused_ipx_commands_in_a_live_ipx_game_change_nothing() {
     for game in games.iter_mut() {
         game.send("@series on");
     }
-    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let (before, marks) = seats_and_marks(&mut games);
     refused(&mut games[0], "net.subsys slotserver", "peer-to-peer");
     refused(&mut games[0], "net.subsys gameserver", "peer-to-peer");
     let _ = games[1].exec("net.ipx.interface nosuch0");
@@ -497,10 +512,7 @@ fn refused_ipx_commands_in_a_live_ipx_game_change_nothing() {
     refused(&mut games[2], "connect 0:020000000001:ZZZZ", "connect: ");
     std::thread::sleep(Duration::from_millis(500));
     for (i, game) in games.iter_mut().enumerate() {
-        let now = seat(game);
-        if now != before[i] {
-            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
-        }
+        let now = same_seat(game, &before[i]);
         let mac = lan.eth0_mac(i).replace(':', "").to_uppercase();
         if now.1 != format!("00000000:{mac}:197E") {
             game.fail(&format!("local node {} is not 00000000:{mac}:197E", now.1));
@@ -541,8 +553,7 @@ fn a_refused_net_api_ipx_in_a_live_udp_game_keeps_the_player_in_it() {
     for game in games.iter_mut() {
         game.send("@series on");
     }
-    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let (before, marks) = seats_and_marks(&mut games);
     let _ = games[0].exec("net.ipx.interface nosuch0");
     refused(&mut games[0], "net.api ipx", "keeping udp");
     let _ = games[1].exec("net.ipx.interface lo");
@@ -552,10 +563,7 @@ fn a_refused_net_api_ipx_in_a_live_udp_game_keeps_the_player_in_it() {
     }
     std::thread::sleep(Duration::from_millis(500));
     for (i, game) in games.iter_mut().enumerate() {
-        let now = seat(game);
-        if now != before[i] {
-            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
-        }
+        same_seat(game, &before[i]);
         let (_, status) = game.exec("status");
         if !status.contains("protocol: peer (in game") || !status.contains("backend: udp ") {
             game.fail(&format!("not in the game over UDP any more: {status}"));
@@ -773,8 +781,7 @@ fn net_api_ipx_refused_in_a_server_game(kind: &str) {
     for game in games.iter_mut() {
         game.send("@series on");
     }
-    let before: Vec<(String, String)> = games.iter_mut().map(seat).collect();
-    let marks: Vec<usize> = games.iter().map(|g| g.process.line_count()).collect();
+    let (before, marks) = seats_and_marks(&mut games);
     refused(&mut games[0], "net.api ipx", "peer-to-peer");
     let (_, reply) = games[1].exec("net.ipx.interface lo");
     assert!(reply.contains("net.ipx.interface = lo"), "{reply}");
@@ -782,10 +789,7 @@ fn net_api_ipx_refused_in_a_server_game(kind: &str) {
     refused(&mut games[2], "net.api ipx", "keeping udp");
     std::thread::sleep(Duration::from_millis(500));
     for (i, game) in games.iter_mut().enumerate() {
-        let now = seat(game);
-        if now != before[i] {
-            game.fail(&format!("seat or node changed: {:?} -> {now:?}", before[i]));
-        }
+        same_seat(game, &before[i]);
         let (_, status) = game.exec("status");
         if !status.starts_with(&format!("protocol: {kind} (on "))
             || !status.contains("backend: udp ")
