@@ -35,7 +35,7 @@ use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::netns::{unavailable, Lan};
 use parsec_net_ffi_tests::peer::{
     check_all_met, check_met_each_other, check_ran_well, free_loopback_ports, game_args,
-    run_together, GameRun,
+    run_together, Event, GameRun,
 };
 use parsec_net_ffi_tests::Build;
 
@@ -149,12 +149,7 @@ fn check_outcome(runs: Vec<GameRun>) {
         }
     };
     for run in &refused {
-        let errors: Vec<_> = run
-            .report
-            .events
-            .iter()
-            .filter(|e| e.kind == "ERROR")
-            .collect();
+        let errors = error_events(run);
         if errors.len() != 1 || !errors[0].text.contains("game full") {
             dump();
             run.fail(&format!(
@@ -347,12 +342,7 @@ fn master_killed(rng: &mut Rng) {
     }
     let runs: Vec<GameRun> = slaves.into_iter().map(|g| g.quit(WAIT)).collect();
     for run in &runs {
-        let errors: Vec<_> = run
-            .report
-            .events
-            .iter()
-            .filter(|e| e.kind == "ERROR")
-            .collect();
+        let errors = error_events(run);
         if errors.len() != 1 || !errors[0].text.contains("slot") {
             run.fail(&format!(
                 "expected one error event about the slot request: {errors:?}"
@@ -440,6 +430,15 @@ fn tables_agree(games: &mut [LiveGame], players: usize) {
         games[0].fail(&format!("the player tables disagree: {tables:?}"));
     }
     println!("  tables agree: {:?}", tables[0]);
+}
+
+/// The ERROR events the run polled.
+fn error_events(run: &GameRun) -> Vec<&Event> {
+    run.report
+        .events
+        .iter()
+        .filter(|e| e.kind == "ERROR")
+        .collect()
 }
 
 /// Fails if the run polled an ERROR event.
