@@ -296,6 +296,16 @@ static inline int check_game_arg(struct check_game_args *a, int argc, char **arg
     return 1;
 }
 
+/* Whether --name and --peer were given; if not, `program` says so on standard error. */
+static inline int check_game_args_given(const struct check_game_args *a, const char *program)
+{
+    if (a->name == NULL || a->peer == NULL) {
+        fprintf(stderr, "%s: --name and --peer are required\n", program);
+        return 0;
+    }
+    return 1;
+}
+
 /* NET_Init, then each --exec line through the console, checking each. */
 static inline void check_init_with_execs(const struct check_game_args *a)
 {

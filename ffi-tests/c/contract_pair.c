@@ -482,8 +482,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (args.name == NULL || args.peer == NULL) {
-        fprintf(stderr, "contract_pair: --name and --peer are required\n");
+    if (!check_game_args_given(&args, "contract_pair")) {
         return 2;
     }
     g.name = args.name;

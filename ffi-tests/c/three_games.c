@@ -618,8 +618,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (args.name == NULL || args.peer == NULL) {
-        fprintf(stderr, "three_games: --name and --peer are required\n");
+    if (!check_game_args_given(&args, "three_games")) {
         return 2;
     }
     g.name = args.name;
