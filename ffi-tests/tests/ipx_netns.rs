@@ -70,19 +70,9 @@ fn game_command(lan: &Lan, i: usize, program: &Path, backends: &Path) -> Command
     command
 }
 
-/// The MAC address of `eth0` in namespace `ns`, as an IPX node prints it (12 upper-case hex
-/// digits).
-fn mac_of_eth0(ns: &str) -> String {
-    let out = Command::new("ip")
-        .args(["-n", ns, "-o", "link", "show", "eth0"])
-        .output()
-        .unwrap_or_else(|e| panic!("ip -n {ns} link show eth0: {e}"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split("link/ether ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .map(|mac| mac.replace(':', "").to_uppercase())
-        .unwrap_or_else(|| panic!("no MAC address for eth0 in {ns}: {text}"))
+/// The MAC address of host `i`'s `eth0`, as an IPX node prints it (12 upper-case hex digits).
+fn node_mac(lan: &Lan, i: usize) -> String {
+    lan.eth0_mac(i).replace(':', "").to_uppercase()
 }
 
 /// The local node a game's `status` reports.
@@ -132,7 +122,7 @@ fn three_peers_over_ipx_in_namespaces() {
         // NNNNNNNN:MAC:SSSS, with the MAC of the namespace's own eth0.
         let node = local_node(&run.report.status).unwrap_or("");
         let parts: Vec<&str> = node.split(':').collect();
-        let mac = mac_of_eth0(lan.namespace(i));
+        let mac = node_mac(&lan, i);
         if parts.len() != 3 || parts[0].len() != 8 || parts[1] != mac || parts[2].len() != 4 {
             run.fail(&format!(
                 "local node {node:?} is not an IPX node on eth0 (MAC {mac})"
