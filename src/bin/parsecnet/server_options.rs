@@ -406,7 +406,9 @@ mod tests {
             }
             _ => panic!("the gameserver takes --udp-rate"),
         }
-        assert!(common_usage(&game).contains("--udp-rate"));
+        // Listed with the gameserver's own options (gameserver_cli), not the common ones.
+        assert!(udp_rate_usage().contains("--udp-rate N[,BYTES]"));
+        assert!(!common_usage(&game).contains("--udp-rate"));
         // A slotserver has no UDP port: the option is unknown there, and not listed.
         assert_eq!(
             parse(&["--udp-rate", "50"]).err().as_deref(),
