@@ -77,13 +77,34 @@ fn seeds(scenario: &str) -> Vec<u64> {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
+    let seeds = run_seeds(first, runs);
+    for (i, seed) in seeds.iter().enumerate() {
+        println!("{scenario}: run {i}, PEER_RACE_SEED={seed}");
+    }
+    seeds
+}
+
+/// The seeds of `runs` runs from `first`: odd (the generator's seed) and all different, the
+/// first one `first` itself when it is odd (a printed seed replays its run).
+fn run_seeds(first: u64, runs: usize) -> Vec<u64> {
     (0..runs as u64)
-        .map(|i| {
-            let seed = first.wrapping_add(i) | 1;
-            println!("{scenario}: run {i}, PEER_RACE_SEED={seed}");
-            seed
-        })
+        .map(|i| (first | 1).wrapping_add(2 * i))
         .collect()
+}
+
+#[test]
+fn repeated_runs_get_different_seeds() {
+    // `first + i | 1` gave runs 0 and 1, 2 and 3... one seed: half the runs repeated choices.
+    for first in [0, 1, 1_795_668_805_103_221_312, u64::MAX - 2] {
+        let seeds = run_seeds(first, 6);
+        let distinct: std::collections::BTreeSet<u64> = seeds.iter().copied().collect();
+        assert_eq!(distinct.len(), 6, "from {first}: {seeds:?}");
+        assert!(seeds.iter().all(|s| s % 2 == 1), "from {first}: {seeds:?}");
+    }
+    assert_eq!(
+        run_seeds(1_795_668_805_103_221_313, 1),
+        [1_795_668_805_103_221_313]
+    );
 }
 
 /// The numbers of games to run of `all`: only `PEER_RACE_PLAYERS` if set (replaying a run of
