@@ -25,6 +25,7 @@ use crate::protocol::{
     StreamEvent,
 };
 use crate::rmev::PlayerName;
+use crate::server::text_protocol as text;
 use crate::session::{GameEvent, LocalPlayer, NodeEq, Session};
 use crate::wire::{decode_packet, WireEvent};
 use crate::Node;
@@ -201,11 +202,11 @@ pub fn parse_update(line: &str) -> Option<Update> {
 
 /// The server's refusals, as the design words them.
 const REFUSALS: [&str; 5] = [
-    "server full",
-    "you sent an invalid request",
-    "server version incompatible",
-    "you're banned from this server",
-    "name already taken",
+    text::SERVER_FULL,
+    text::INVALID_REQUEST,
+    text::VERSION_INCOMPATIBLE,
+    text::BANNED,
+    text::NAME_TAKEN,
 ];
 
 impl ServerClient {
@@ -297,7 +298,7 @@ impl ServerClient {
     /// their own to masterservers.
     fn join_line(&self) -> String {
         let params = self.params.as_ref().expect("params while active");
-        crate::server::text_protocol::join_request(
+        text::join_request(
             &params.name.to_string(),
             &crate::server::master_links::default_os(),
             Some(params.game_port),
@@ -467,7 +468,7 @@ impl ServerClient {
                     if let Err(err) = self.take_accepted(now, accepted) {
                         self.fail(err.message);
                     }
-                } else if line == "name already taken" && self.join_again_later(now) {
+                } else if line == text::NAME_TAKEN && self.join_again_later(now) {
                     log::info!(
                         "{}: the name is still taken by this player's seat before the switch; joining again",
                         self.kind
@@ -487,12 +488,12 @@ impl ServerClient {
             }
             Phase::Joined => match parse_update(&line) {
                 Some(update) => self.take_update(now, update),
-                None if line == "new name accepted" => {
+                None if line == text::NEW_NAME_ACCEPTED => {
                     if let Some(session) = self.session.as_mut() {
                         self.renames.accepted(session);
                     }
                 }
-                None if line == "name already taken" => {
+                None if line == text::NAME_TAKEN => {
                     if let Some(session) = self.session.as_mut() {
                         let text = self.renames.refused(session, &line);
                         self.events.push_back(GameEvent::Error { text });
@@ -502,8 +503,7 @@ impl ServerClient {
                 // otherwise than this client, or that lost the seat): it is refused, and what
                 // the game queued after it goes out.
                 None if self.renames.waiting()
-                    && (line == "you sent an invalid request"
-                        || line == "you're not even joined") =>
+                    && (line == text::INVALID_REQUEST || line == text::NOT_JOINED) =>
                 {
                     if let Some(session) = self.session.as_mut() {
                         let text = self.renames.refused(session, &line);

@@ -127,6 +127,13 @@ impl Client {
             .iter()
             .any(|own| own.contains(origin, serial))
     }
+
+    /// Whether an event must never be relayed to this client: its own (from an earlier session
+    /// of it), or one under its own slot (an earlier player's of that slot, which it would take
+    /// for its own).
+    fn never_relayed_to(&self, origin: u8, serial: u64) -> bool {
+        origin == self.slot || self.is_own(origin, serial)
+    }
 }
 
 /// The relay of one gameserver.
@@ -339,8 +346,7 @@ impl RelayCore {
     /// link; never its own, from an earlier session of it that was still seated.
     fn queue_for(client: &mut Client, events: impl Iterator<Item = Relayed>, max: usize) {
         for (origin, serial, event) in events {
-            // Its own, or (never relayed under its own slot) an earlier player's of its slot.
-            if client.is_own(origin, serial) || origin == client.slot {
+            if client.never_relayed_to(origin, serial) {
                 continue;
             }
             match client.held.as_mut() {
@@ -807,7 +813,7 @@ impl RelayCore {
                         .chain(self.due.drain(..))
                         .filter(|(_, serial, _)| !delivered(serial)),
                 );
-                owed.retain(|(origin, serial, _)| !client.is_own(*origin, *serial));
+                owed.retain(|(origin, serial, _)| !client.never_relayed_to(*origin, *serial));
                 owed.sort_by_key(|(_, serial, _)| *serial);
                 owed.dedup_by(|a, b| a.1 == b.1);
                 for (origin, serial, event) in owed {
