@@ -833,18 +833,20 @@ impl Session {
                 _ => self.owners.created(id, self.my_slot),
             }
         }
-        let held: usize = self.rename_holds.iter().map(Vec::len).sum();
-        if let Some(group) = self.rename_holds.back_mut() {
-            if held >= self.config.link.max_queued {
-                return Err(NetError::new(
-                    ErrorCode::Full,
-                    "outgoing event queue full (waiting for the server to answer a rename)",
-                ));
-            }
-            group.push(event);
-            return Ok(());
+        if self.rename_holds.is_empty() {
+            return self.queue_to_links(event);
         }
-        self.queue_to_links(event)
+        let held: usize = self.rename_holds.iter().map(Vec::len).sum();
+        if held >= self.config.link.max_queued {
+            return Err(NetError::new(
+                ErrorCode::Full,
+                "outgoing event queue full (waiting for the server to answer a rename)",
+            ));
+        }
+        if let Some(group) = self.rename_holds.back_mut() {
+            group.push(event);
+        }
+        Ok(())
     }
 
     /// A rename was asked of the server (slot and game servers): the events queued from now

@@ -815,17 +815,23 @@ impl PeerProtocol {
                 continue;
             }
             if order(&r.node, &self.my_node) == std::cmp::Ordering::Greater {
-                let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
-                if let Some(earlier) = self.earlier_tokens() {
-                    events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
-                }
-                self.send_oob(r.node, PacketType::Connect, events);
-                self.stats.connects_sent += 1;
+                self.send_connect(r.node);
             } else {
                 self.send_subdue(r.node);
                 self.stats.subdues_sent += 1;
             }
         }
+    }
+
+    /// Send this peer's CONNECT (its own request, and the resume hello naming its earlier
+    /// sessions if it has any) to `to`.
+    fn send_connect(&mut self, to: Node) {
+        let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
+        if let Some(earlier) = self.earlier_tokens() {
+            events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
+        }
+        self.send_oob(to, PacketType::Connect, events);
+        self.stats.connects_sent += 1;
     }
 
     /// Tell a lower starting peer it is this one's slave. The SUBDUE_SLAVE carries this peer's
@@ -2536,12 +2542,7 @@ impl ClientProtocol for PeerProtocol {
             Phase::Connecting { tries, next } if now >= next => {
                 if tries < self.timings.connect_tries {
                     if let Some(target) = self.connect_target() {
-                        let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
-                        if let Some(earlier) = self.earlier_tokens() {
-                            events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
-                        }
-                        self.send_oob(target, PacketType::Connect, events);
-                        self.stats.connects_sent += 1;
+                        self.send_connect(target);
                     }
                     self.phase = Phase::Connecting {
                         tries: tries + 1,
@@ -2584,12 +2585,7 @@ impl ClientProtocol for PeerProtocol {
                         .filter(|ask| now < ask.until)
                         .map(|ask| ask.target)
                     {
-                        let mut events = vec![RemoteEvent::ConnectQueue(vec![self.own_request()])];
-                        if let Some(earlier) = self.earlier_tokens() {
-                            events.push(RemoteEvent::Resume(ResumeStep::Hello(earlier)));
-                        }
-                        self.send_oob(target, PacketType::Connect, events);
-                        self.stats.connects_sent += 1;
+                        self.send_connect(target);
                     }
                     self.phase = Phase::SlotRequest {
                         master,
