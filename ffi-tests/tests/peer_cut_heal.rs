@@ -202,29 +202,7 @@ fn a_peer_cut_off_for_longer_than_the_timeout_is_back_in_the_game_when_its_cable
     }
     let program = Build::c("c/peer_game.c").build();
     let lan = Lan::create(3);
-    let setup = vec![format!("net.udp.broadcast {}", lan.broadcast())];
-    let names = ["ann", "bea", "cid"];
-    let mut games = Games(
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                let mut command = lan.command(i, &program);
-                command.args(game_args(name, &setup, None, 2, 600_000, 0));
-                command.arg("--control");
-                LiveGame::spawn(name, command, false)
-            })
-            .collect(),
-    );
-    for game in games.iter() {
-        wait_event(game, 0, STEP, |e| e.kind == "CONNECTED");
-        for other in names.iter().filter(|n| **n != game.name()) {
-            wait_event(game, 0, STEP, |e| {
-                e.kind == "PLAYER_CONNECTED" && e.text == *other
-            });
-            wait_event(game, 0, STEP, |e| e.kind == "PLAYER_JOINED");
-        }
-    }
+    let mut games = three_games(&lan, &program);
     let cid_slot = events(&games[2])
         .iter()
         .find(|e| e.kind == "CONNECTED")
