@@ -13,8 +13,8 @@
  *   peer_game --name NAME [--exec LINE]... [--peer HOST:PORT] [--expect N]
  *             [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]
  *             [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS] [--lookups]
- *             [--connect-tries N] [--series-size B] [--series-batch K]
- *   peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]
+ *             [--connect-tries N] [--series-size B] [--series-batch K] [--lookups-all]
+ *   peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups] [--lookups-all]
  *
  *   --exec LINE     a console line run after NET_Init, before connecting (repeatable), e.g.
  *                   "net.udp.bind 127.0.0.1", "net.port 7000", "record /tmp/x.demo"
@@ -65,6 +65,8 @@
  *   --series-batch K with --series-ms: queue K numbers each time the series is due (default 1)
  *   --lookups       after every EVENT line, a LOOKUP line: what the lookups answer while the
  *                   game handles that event
+ *   --lookups-all   --lookups, and every LOOKUP line also shows every slot 0-15 and the owner
+ *                   of every object seen in an event so far (see below)
  *
  * Output, one line each (flushed); strings are quoted, with \" \\ and \xNN escapes:
  *   EXEC rc=RC line="LINE" reply="REPLY"          every console line run
@@ -80,6 +82,12 @@
  *                                                 0-15; own_marker: the state carries a ship
  *                                                 marker, whatever its frame), NET_FetchOwner of
  *                                                 the event's object (-9 without one)
+ *          [s0=NAME|none/RC[/HASH] ... s15=... owners=ID:O,...]
+ *                                                 --lookups-all: for every slot its
+ *                                                 NET_FetchPlayerName, NET_GetPlayerState's
+ *                                                 result and, when NET_OK, a hash (FNV-1a, hex)
+ *                                                 of every field of the state; NET_FetchOwner of
+ *                                                 every object id seen in an event so far
  *   SUMMARY mode=live|play slot=S name="NAME" frames=F callback_calls=N reentry=RC
  *           complete=yes|no
  *   PLAYER slot=S name="NAME" state=ok|err(RC) marker=ok|none|bad(REASON) frame=F pos=X,Y,Z
@@ -165,7 +173,7 @@ struct options {
     long series_ms;   /* --series-ms */
     long series_size; /* --series-size: pad series events to this many bytes */
     long series_batch; /* --series-batch: numbers queued each time the series is due */
-    int lookups;      /* --lookups: a LOOKUP line after every EVENT line */
+    int lookups;      /* --lookups: a LOOKUP line after every EVENT line (2: --lookups-all) */
     double near;      /* --near D; < 0 when not given */
     long connect_tries; /* --connect-tries N */
 };
@@ -578,6 +586,54 @@ static void print_slot_lookup(const char *who, int32_t slot, int marker)
     }
 }
 
+/* FNV-1a over `len` bytes, continuing from `hash`. */
+static uint32_t fnv1a(uint32_t hash, const void *bytes, size_t len)
+{
+    const unsigned char *p = bytes;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        hash = (hash ^ p[i]) * 16777619u;
+    }
+    return hash;
+}
+
+/* --lookups-all: every slot's name, state result and state hash (field by field, so padding
+ * never counts), and the owner of every object seen so far. */
+static void print_all_lookups(const struct game *g)
+{
+    int32_t slot;
+    int i;
+
+    for (slot = 0; slot < MAX_SLOTS; slot++) {
+        const char *name = NET_FetchPlayerName(slot);
+        NET_ShipState state;
+        int32_t rc = NET_GetPlayerState(slot, &state);
+
+        printf(" s%d=", (int)slot);
+        if (name == NULL) {
+            printf("none");
+        } else {
+            print_quoted(name, (size_t)-1);
+        }
+        printf("/%d", (int)rc);
+        if (rc == NET_OK) {
+            uint32_t hash = 2166136261u;
+
+            hash = fnv1a(hash, state.pos, sizeof state.pos);
+            hash = fnv1a(hash, state.orient, sizeof state.orient);
+            hash = fnv1a(hash, state.vel, sizeof state.vel);
+            hash = fnv1a(hash, state.game, sizeof state.game);
+            printf("/%08x", (unsigned)hash);
+        }
+    }
+    printf(" owners=");
+    for (i = 0; i < g->object_count; i++) {
+        printf("%s%u:%d", i > 0 ? "," : "", (unsigned)g->objects[i],
+               (int)NET_FetchOwner(g->objects[i]));
+    }
+}
+
 /* --lookups: what the game's lookups answer while it handles event `e` (after note_event, so
  * the own slot of a CONNECTED event is known). Only answers that do not depend on which frame a
  * state came in: demo playback runs its own frames. */
@@ -586,7 +642,11 @@ static void print_lookups(const struct game *g, const NET_Event *e)
     printf("LOOKUP");
     print_slot_lookup("player", e->player_id, 0);
     print_slot_lookup("own", g->slot, 1);
-    printf(" owner=%d\n", e->object_id != 0 ? (int)NET_FetchOwner(e->object_id) : -9);
+    printf(" owner=%d", e->object_id != 0 ? (int)NET_FetchOwner(e->object_id) : -9);
+    if (g->opt.lookups > 1) {
+        print_all_lookups(g);
+    }
+    printf("\n");
     fflush(stdout);
 }
 
@@ -1158,8 +1218,9 @@ static int usage(const char *why)
             "                 [--duration MS] [--linger MS] [--frame-ms MS] [--hostile-callback]\n"
             "                 [--pos [WHO=]X,Y,Z]... [--near D] [--control] [--series-ms MS]\n"
             "                 [--lookups] [--connect-tries N] [--series-size B]\n"
-            "                 [--series-batch K]\n"
-            "       peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]\n",
+            "                 [--series-batch K] [--lookups-all]\n"
+            "       peer_game --play FILE [--duration MS] [--frame-ms MS] [--lookups]\n"
+            "                 [--lookups-all]\n",
             why);
     return 2;
 }
@@ -1235,7 +1296,11 @@ int main(int argc, char **argv)
             continue;
         }
         if (strcmp(arg, "--lookups") == 0) {
-            opt->lookups = 1;
+            opt->lookups = opt->lookups > 1 ? opt->lookups : 1;
+            continue;
+        }
+        if (strcmp(arg, "--lookups-all") == 0) {
+            opt->lookups = 2;
             continue;
         }
         if (value == NULL) {

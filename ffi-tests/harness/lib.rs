@@ -10,6 +10,7 @@
 
 pub mod backends;
 pub mod compile;
+pub mod demo;
 pub mod endpoint;
 pub mod exchange;
 pub mod impaired_lan;

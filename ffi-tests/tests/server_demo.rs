@@ -11,20 +11,19 @@
 //! PLAYER_CONNECTED with their names and PLAYER_JOINED). Playback takes about as long as the
 //! recording (loose bounds).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use parsec_net_ffi_tests::live::{quote, wait_all_complete, LiveGame};
+use parsec_net_ffi_tests::demo::{compare, play, polled_between, recorded_seconds, DemoDir};
+use parsec_net_ffi_tests::live::{wait_all_complete, LiveGame};
 use parsec_net_ffi_tests::peer::parse;
-use parsec_net_ffi_tests::process::run;
 use parsec_net_ffi_tests::server::{game_command, Server};
-use parsec_net_ffi_tests::{paths, Build};
+use parsec_net_ffi_tests::Build;
 
 const MEET_TIMEOUT: Duration = Duration::from_secs(30);
 const EVENT_TIMEOUT: Duration = Duration::from_secs(15);
 const QUIT_TIMEOUT: Duration = Duration::from_secs(15);
-const PLAY_TIMEOUT: Duration = Duration::from_secs(90);
 
 fn start(kind: &str) -> Server {
     let mut args = vec!["--port", "0", "--no-http", "--bind", "127.0.0.1"];
@@ -48,25 +47,6 @@ fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[Stri
     command
 }
 
-/// A fresh directory for one test's demo files, removed when dropped (also when it fails).
-struct DemoDir(PathBuf);
-
-impl DemoDir {
-    fn new(kind: &str) -> DemoDir {
-        let dir = paths()
-            .out_subdir("demos")
-            .join(format!("server-demo-{kind}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        DemoDir(dir)
-    }
-}
-
-impl Drop for DemoDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Wait until `game` prints an EVENT line of `kind` for `slot` after line `from`.
 fn wait_event(game: &LiveGame, from: usize, kind: &str, slot: i32) {
     game.wait_event(from, kind, slot, EVENT_TIMEOUT);
@@ -80,93 +60,6 @@ fn exec_ok(game: &mut LiveGame, line: &str) -> String {
     reply
 }
 
-/// The EVENT and LOOKUP lines printed after the `EXEC` of `from` (or from the start) up to the
-/// `EXEC` of `to`.
-fn polled_between(lines: &[String], from: Option<&str>, to: &str) -> Vec<String> {
-    let exec = |line: &str| format!("line={}", quote(line));
-    let start = from.map_or(0, |from| {
-        lines
-            .iter()
-            .position(|l| l.starts_with("EXEC ") && l.contains(&exec(from)))
-            .expect("the recording's start was run")
-    });
-    let end = lines
-        .iter()
-        .position(|l| l.starts_with("EXEC ") && l.contains(&exec(to)))
-        .expect("the recording's stop was run");
-    lines[start..end]
-        .iter()
-        .filter(|l| l.starts_with("EVENT ") || l.starts_with("LOOKUP "))
-        .cloned()
-        .collect()
-}
-
-/// The seconds in a `stop` reply: "recorded N items (B bytes, S s) to FILE".
-fn recorded_seconds(reply: &str) -> f64 {
-    let inside = reply
-        .split_once('(')
-        .and_then(|(_, r)| r.split_once(')'))
-        .map(|(i, _)| i)
-        .unwrap_or_else(|| panic!("stop reply without a length: {reply}"));
-    inside
-        .split(", ")
-        .nth(1)
-        .and_then(|s| s.strip_suffix(" s"))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("stop reply without seconds: {reply}"))
-}
-
-/// Play `file` in a fresh process; its EVENT and LOOKUP lines, checked to have ended by
-/// itself in about `seconds`.
-fn play(program: &Path, file: &Path, seconds: f64) -> Vec<String> {
-    let mut command = Command::new(program);
-    command
-        .arg("--play")
-        .arg(file)
-        .args(["--duration", "80000", "--lookups"]);
-    let out = run(command, PLAY_TIMEOUT);
-    out.assert_success("peer_game --play");
-    assert!(
-        !out.stdout.contains("TIMEOUT") && !out.stdout.lines().any(|l| l.starts_with("POLL ")),
-        "playback did not end by itself or a poll failed\n{}",
-        out.transcript()
-    );
-    let report = parse(&out.stdout);
-    match &report.stop {
-        Some((0, reply)) if reply.contains("playback had finished") => {}
-        stop => panic!("stop after playback: {stop:?}\n{}", out.transcript()),
-    }
-    let elapsed = out.elapsed.as_secs_f64();
-    assert!(
-        elapsed >= seconds * 0.5 - 1.0 && elapsed <= seconds * 2.0 + 10.0,
-        "recorded {seconds} s, played in {elapsed:.1} s\n{}",
-        out.transcript()
-    );
-    out.stdout
-        .lines()
-        .filter(|l| l.starts_with("EVENT ") || l.starts_with("LOOKUP "))
-        .map(str::to_string)
-        .collect()
-}
-
-fn compare(who: &str, live: &[String], played: &[String]) {
-    if live != played {
-        let first = live
-            .iter()
-            .zip(played)
-            .position(|(a, b)| a != b)
-            .unwrap_or(live.len().min(played.len()));
-        panic!(
-            "{who}: playback differs from live at line {first} ({} live, {} played)\n\
-             --- live ---\n{}\n--- played ---\n{}",
-            live.len(),
-            played.len(),
-            live.join("\n"),
-            played.join("\n")
-        );
-    }
-}
-
 fn slot_of(game: &mut LiveGame) -> i32 {
     game.summary_now().slot
 }
@@ -174,7 +67,7 @@ fn slot_of(game: &mut LiveGame) -> i32 {
 fn record_and_play_through(kind: &str) {
     let program = Build::c("c/peer_game.c").build();
     let server = start(kind);
-    let dir = DemoDir::new(kind);
+    let dir = DemoDir::new(&format!("server-demo-{kind}"));
     let ann_file = dir.0.join(format!("{kind}-ann.demo"));
     let ben_file = dir.0.join(format!("{kind}-ben.demo"));
     let ann_record = format!("record {}", ann_file.display());
@@ -300,11 +193,21 @@ fn record_and_play_through(kind: &str) {
             ann_live.join("\n")
         );
     }
-    let ann_played = play(&program, &ann_file, recorded_seconds(&ann_stop));
+    let ann_played = play(
+        &program,
+        &ann_file,
+        recorded_seconds(&ann_stop),
+        &["--lookups"],
+    );
     compare("ann (recorded from before connect)", &ann_live, &ann_played);
 
     let ben_live = polled_between(&lines(1), Some(&ben_record), "stop");
-    let ben_played = play(&program, &ben_file, recorded_seconds(&ben_stop));
+    let ben_played = play(
+        &program,
+        &ben_file,
+        recorded_seconds(&ben_stop),
+        &["--lookups"],
+    );
     // The snapshot: CONNECTED with ben's slot, ann and cid seated under their names and joined.
     let snapshot_len = ben_played.len().saturating_sub(ben_live.len());
     let snapshot = &ben_played[..snapshot_len];
