@@ -606,7 +606,14 @@ impl Session {
     // ----- setup by the protocol -----------------------------------------------------------
 
     /// Seat a remote player (and, in a mesh, open a link to it). Emits PlayerConnected for a
-    /// new player. An existing player in the slot is replaced (as a reconnect).
+    /// new player.
+    ///
+    /// A slot held by another player (another token: a new session of whoever sat there, or
+    /// someone else) is emptied first as [`Session::remove_player`] empties it, so the game is
+    /// told the old player left (PlayerDisconnected, "replaced by a new player") before it hears
+    /// of the new one, and the old one's objects lose their owner. The same player listed again
+    /// (same token) keeps what the game was shown of it (its ship state, its joined state);
+    /// only its address follows the list, and a new name there is a rename (PlayerName).
     pub fn add_player(
         &mut self,
         now: Instant,
@@ -625,7 +632,21 @@ impl Session {
             // yet heard it leave.
             return;
         }
-        let previous = self.players.insert(Player {
+        if let Some(held) = self.players.get_mut(slot) {
+            if held.token == token {
+                held.node = node;
+                held.last_heard = held.last_heard.max(now);
+                if held.name != name {
+                    self.rename_player(slot, name);
+                }
+                for event in self.early.seated(slot) {
+                    self.apply_remote_event(slot, event);
+                }
+                return;
+            }
+            self.remove_player(slot, "replaced by a new player");
+        }
+        self.players.insert(Player {
             slot,
             name,
             node,
@@ -636,8 +657,7 @@ impl Session {
             last_heard: now,
             confirmed: false,
         });
-        let same_player = previous.as_ref().is_some_and(|p| p.token == token);
-        if !self.star && !same_player {
+        if !self.star {
             let start = self.link_start();
             self.remotes.retain(|r| r.slot != Some(slot));
             let mut remote = Remote::new(Some(slot), node, token, self.config.link, now);
@@ -647,18 +667,16 @@ impl Session {
             // Everything this client already said (its name, its join) is repeated to a newcomer.
             self.greet(slot);
         }
-        if !same_player && self.names_from_server {
+        if self.names_from_server {
             for event in self.name_order.departed(slot) {
                 self.apply_in_order(slot, event);
             }
             self.name_order.seated(slot, name);
         }
-        if !same_player {
-            self.events
-                .push_back(GameEvent::PlayerConnected { slot, name });
-            if joined {
-                self.events.push_back(GameEvent::PlayerJoined { slot });
-            }
+        self.events
+            .push_back(GameEvent::PlayerConnected { slot, name });
+        if joined {
+            self.events.push_back(GameEvent::PlayerJoined { slot });
         }
         for event in self.early.seated(slot) {
             self.apply_remote_event(slot, event);

@@ -1,0 +1,134 @@
+//! The player table when a slot's player is listed again (sans-IO, deterministic): a new
+//! session (another token) in a slot someone holds must show the game the old player leaving
+//! before the new one comes (PLAYER_DISCONNECTED, then PLAYER_CONNECTED), with the old player's
+//! objects ownerless; the same player listed again (same token) keeps what the game was shown
+//! (its ship state, its joined state), a new name there coming as PLAYER_NAME. Before, a
+//! replacement showed only PLAYER_CONNECTED (the game never heard the old player leave, and
+//! NET_FetchOwner still named the slot for its objects), and a same-token listing silently reset
+//! the player's state and joined flag: the live lookups then showed what no event or recorded
+//! state said, so a demo played back showed something else (SPEC section 8).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use net_core::rmev::{PlayerName, RemoteEvent, ShipState};
+use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
+use net_core::wire::decode_packet;
+use net_core::Node;
+
+fn node(last: u8) -> Node {
+    let mut n = Node::default();
+    n.bytes[0] = last;
+    n
+}
+
+fn name(text: &str) -> PlayerName {
+    PlayerName::new(text.as_bytes()).expect("short name")
+}
+
+fn session(slot: u8, token: u32, who: &str, now: Instant) -> Session {
+    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
+    Session::new_mesh(
+        SessionConfig::default(),
+        node_eq,
+        LocalPlayer {
+            slot,
+            token,
+            name: name(who),
+        },
+        now,
+    )
+}
+
+fn events(session: &mut Session) -> Vec<GameEvent> {
+    std::iter::from_fn(|| session.poll_event()).collect()
+}
+
+fn created(object_id: u32) -> RemoteEvent {
+    RemoteEvent::CreateObject {
+        object_id,
+        class: 1,
+        pos: [0.0; 3],
+        orient: [0.0, 0.0, 0.0, 1.0],
+        flags: 0,
+    }
+}
+
+#[test]
+fn a_new_session_in_a_held_slot_is_seen_replacing_the_old_player() {
+    let now = Instant::now();
+    let mut me = session(0, 0x1111, "me", now);
+    me.add_player(now, 1, node(2), 0x2222, name("ann"), true);
+    me.apply_remote_event(1, created(77));
+    assert_eq!(me.owner_of(77), Some(1));
+    events(&mut me);
+
+    me.add_player(now, 1, node(3), 0x3333, name("bob"), false);
+    let seen = events(&mut me);
+    assert!(
+        matches!(
+            seen.as_slice(),
+            [
+                GameEvent::PlayerDisconnected { slot: 1, .. },
+                GameEvent::PlayerConnected { slot: 1, name: bob },
+            ] if *bob == name("bob")
+        ),
+        "the game must hear ann leave before bob comes: {seen:?}"
+    );
+    assert_eq!(me.owner_of(77), None, "ann's object left with her");
+    assert_eq!(
+        me.take_departure(1),
+        Some((0x2222, name("ann"))),
+        "ann stays shown until the game polls her departure"
+    );
+    let bob = me.players().get(1).expect("bob seated");
+    assert_eq!((bob.token, bob.joined), (0x3333, false));
+}
+
+#[test]
+fn the_same_player_listed_again_keeps_its_state_and_a_new_name_is_a_rename() {
+    let now = Instant::now();
+    let mut me = session(0, 0x1111, "me", now);
+    let mut ann = session(1, 0x2222, "ann", now);
+    me.add_player(now, 1, node(2), 0x2222, name("ann"), true);
+    ann.add_player(now, 0, node(1), 0x1111, name("me"), false);
+    ann.join().expect("ann joins");
+    let state = ShipState {
+        pos: [5.0, 6.0, 7.0],
+        ..ShipState::default()
+    };
+    ann.set_local_state(state);
+    let mut buf = vec![0u8; 1400];
+    let mut wire = Vec::new();
+    while let Some((_, len)) = ann.poll_transmit(now, &mut buf) {
+        let packet = decode_packet(&buf[..len], &mut wire).expect("ann's packet decodes");
+        me.handle_packet(now, &node(2), &packet, &wire)
+            .expect("ann's packet is accepted");
+    }
+    let shown = me.players().get(1).expect("ann seated").state;
+    assert_eq!(shown.pos, [5.0, 6.0, 7.0], "ann's state arrived");
+    events(&mut me);
+
+    // Listed again as she is (a server repeats her line, not joined as its lines always say).
+    me.add_player(now, 1, node(2), 0x2222, name("ann"), false);
+    assert_eq!(events(&mut me), vec![], "nothing changed for the game");
+    let again = me.players().get(1).expect("ann still seated");
+    assert!(
+        again.state.same_bits(&shown),
+        "her state as the game saw it"
+    );
+    assert!(again.joined, "still joined: nobody said she unjoined");
+
+    // Listed again under another name: a rename.
+    me.add_player(now, 1, node(4), 0x2222, name("anna"), false);
+    assert_eq!(
+        events(&mut me),
+        vec![GameEvent::PlayerName {
+            slot: 1,
+            name: name("anna")
+        }]
+    );
+    let again = me.players().get(1).expect("ann still seated");
+    assert_eq!((again.name, again.node), (name("anna"), node(4)));
+    assert!(again.state.same_bits(&shown));
+}
