@@ -73,6 +73,10 @@ pub struct GameInterface {
     /// it, or ended meanwhile): given to the game when the live events show again, so it learns
     /// it is out of the live game.
     held_disconnect: Option<GameEvent>,
+    /// Whether the last own Connected/Disconnected queued for the game (live or from a demo)
+    /// was a Connected: the game then believes it is in a game, and a `stop` that leaves a
+    /// demo's game for a live one that is not connected tells it so (`end_playback_view`).
+    told_in_game: bool,
     /// The own name and ship state as the recording holds them last (while in a game).
     recorded_own: Option<(PlayerName, ShipState)>,
     /// Objects the game created (true) or killed since the frame started, for the recording.
@@ -105,6 +109,7 @@ impl Default for GameInterface {
             playback_view: false,
             own_slot: None,
             held_disconnect: None,
+            told_in_game: false,
             recorded_own: None,
             own_objects: VecDeque::new(),
             own_objects_dropped: 0,
@@ -281,7 +286,9 @@ impl GameInterface {
             self.stats.events_dropped += 1;
         }
         match &event {
+            GameEvent::Connected { .. } => self.told_in_game = true,
             GameEvent::Disconnected { .. } => {
+                self.told_in_game = false;
                 for d in self.departing.iter_mut() {
                     (d.name, d.state) = (None, None);
                 }
@@ -525,15 +532,11 @@ impl GameInterface {
             ));
         }
         if self.playback_view && self.player.is_none() {
-            self.playback_view = false;
-            self.take_all_fed();
-            self.live_events_resume();
+            self.end_playback_view();
             return Ok("playback had finished; showing the live game again".to_string());
         }
         if let Some(player) = self.player.take() {
-            self.playback_view = false;
-            self.take_all_fed();
-            self.live_events_resume();
+            self.end_playback_view();
             return Ok(format!(
                 "stopped playback after {} of {}",
                 player.items_played(),
@@ -544,6 +547,23 @@ impl GameInterface {
             ErrorCode::State,
             "nothing is recording or playing",
         ))
+    }
+
+    /// `stop` of a shown demo: the lookups show the live game again. What the demo fed goes to
+    /// the game first, then the live Disconnected that came meanwhile; when there is none and
+    /// the demo left the game in its game (a demo played outside a live game), a Disconnected
+    /// of its own, so the game never keeps the demo's players seated in its own view while the
+    /// lookups no longer know them.
+    fn end_playback_view(&mut self) {
+        self.playback_view = false;
+        self.take_all_fed();
+        self.live_events_resume();
+        if self.told_in_game && self.own_slot.is_none() {
+            self.queue(GameEvent::Disconnected {
+                reason: "demo stopped: back to the live game, where you are not connected"
+                    .to_string(),
+            });
+        }
     }
 
     /// Feed due playback items to the game. Returns true when playback just ended.

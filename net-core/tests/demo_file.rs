@@ -1880,3 +1880,73 @@ fn a_departing_player_is_looked_up_until_the_game_polls_its_departure() {
     // Played back, the same answers at the same events.
     assert_plays_back_as_live(&path.0, &seen_live);
 }
+
+#[test]
+fn stop_after_a_demo_played_outside_a_game_tells_the_game_it_left_the_demos_game() {
+    // Found by ffi-tests/tests/api_chaos.rs (seed 9004): a game that played a demo while not in
+    // a live game saw the demo's CONNECTED and its players arrive, and after `stop` the lookups
+    // knew nobody, but no event told the game: it kept the demo's players seated in its own
+    // view for good. Now `stop` ends the demo's game with a DISCONNECTED of its own, whether the
+    // demo had ended or was still playing (a game in a live game gets the live one instead:
+    // play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo).
+    let path = TempPath::new("played-outside");
+    let mut live = LiveGame::connected(Some(&path.0));
+    console(&mut live.alice, "stop");
+
+    for play_to_the_end in [true, false] {
+        let mut player = Subsystem::new();
+        let mut now = Instant::now();
+        let reply = player.console_exec(&format!("play {}", path.0.display()), now);
+        assert!(reply.result.is_ok(), "{}", reply.output);
+        let mut events = Vec::new();
+        while let Some(due) = player.next_wakeup() {
+            now = due;
+            player.maintain(due);
+            while let Some(event) = player.poll_event() {
+                events.push(event);
+            }
+            let seated = events
+                .iter()
+                .any(|e| matches!(e, GameEvent::PlayerConnected { .. }));
+            if seated && !play_to_the_end {
+                break;
+            }
+        }
+        if play_to_the_end {
+            assert!(!player.game().is_playing());
+        }
+        let bob_slot = events
+            .iter()
+            .find_map(|e| match e {
+                GameEvent::PlayerConnected { slot, .. } => Some(*slot),
+                _ => None,
+            })
+            .expect("the demo seats bob");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, GameEvent::Disconnected { .. })),
+            "{events:#?}"
+        );
+        assert!(player.player_name(bob_slot).is_some());
+
+        let reply = player.console_exec("stop", now);
+        assert!(reply.result.is_ok(), "{}", reply.output);
+        let mut after = Vec::new();
+        while let Some(event) = player.poll_event() {
+            after.push(event);
+        }
+        assert!(
+            matches!(after.last(), Some(GameEvent::Disconnected { reason })
+                if reason.starts_with("demo stopped")),
+            "after `stop` (demo {}): {after:#?}",
+            if play_to_the_end { "ended" } else { "playing" }
+        );
+        assert_eq!(player.player_name(bob_slot), None);
+        // Nothing more: one DISCONNECTED, and a second `stop` has nothing to stop.
+        player.maintain(now);
+        assert_eq!(player.poll_event(), None);
+        let reply = player.console_exec("stop", now);
+        assert!(reply.result.is_err(), "{}", reply.output);
+    }
+}
