@@ -177,3 +177,50 @@ fn late_events_of_a_player_who_just_left_are_not_held() {
     );
     assert_eq!(session.early_events().held, 0);
 }
+
+#[test]
+fn a_late_join_status_of_a_player_who_left_is_not_a_join_of_nobody() {
+    // Found by ffi-tests/tests/api_chaos.rs (seed 9005): through a gameserver a game got
+    // NET_EVENT_PLAYER_JOINED for a slot whose player had left a moment before (its
+    // PLAYER_DISCONNECTED already polled, no PLAYER_CONNECTED after): the player's last packets,
+    // relayed after its departure, said "joined". The join state of a slot nobody is seated in
+    // is nobody's: no event. Its other late events are still delivered (nothing accepted is
+    // lost), and so is a join status that waited for its player to be seated.
+    let start = Instant::now();
+    let (mut session, mut server) = client_and_server(start);
+    session.add_player(start, 1, node(1), 0x0111, name("one"), false);
+    session.remove_player(1, "left the server");
+    let joined = RemoteEvent::PlayerStatus {
+        joined: true,
+        flag: 0,
+    };
+    let unjoined = RemoteEvent::PlayerStatus {
+        joined: false,
+        flag: 1,
+    };
+    relay(
+        &mut session,
+        &mut server,
+        start,
+        1,
+        &[joined.clone(), custom(5), unjoined],
+    );
+    assert_eq!(
+        describe(&drain(&mut session)),
+        vec!["connected 1", "left 1", "custom 1 5"]
+    );
+
+    // A player never seated: its join status waits, and is not a join of nobody after the hold.
+    relay(&mut session, &mut server, start, 4, std::slice::from_ref(&joined));
+    session.handle_timeout(start + EARLY_HOLD);
+    assert_eq!(describe(&drain(&mut session)), Vec::<String>::new());
+
+    // One that waited for its player is that player's join.
+    let later = start + EARLY_HOLD;
+    relay(&mut session, &mut server, later, 5, &[joined]);
+    session.add_player(later, 5, node(5), 0x0505, name("five"), false);
+    assert_eq!(
+        describe(&drain(&mut session)),
+        vec!["connected 5", "joined 5"]
+    );
+}

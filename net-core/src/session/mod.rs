@@ -1488,6 +1488,16 @@ impl Session {
             RemoteEvent::PlayerStatus { joined, flag } => {
                 let changed = match self.players.get_mut(slot) {
                     Some(player) => std::mem::replace(&mut player.joined, joined) != joined,
+                    // Through a server only its lines seat players: the joined state of a
+                    // slot nobody is seated in (a late retransmission of a player who left,
+                    // or of one never seated) changes nothing the game knows.
+                    None if self.star => {
+                        log::debug!(
+                            "session: a join status from slot {slot}, where nobody is seated; \
+                             not for the game"
+                        );
+                        false
+                    }
                     None => true,
                 };
                 if changed {
