@@ -211,7 +211,13 @@ fn a_late_join_status_of_a_player_who_left_is_not_a_join_of_nobody() {
     );
 
     // A player never seated: its join status waits, and is not a join of nobody after the hold.
-    relay(&mut session, &mut server, start, 4, std::slice::from_ref(&joined));
+    relay(
+        &mut session,
+        &mut server,
+        start,
+        4,
+        std::slice::from_ref(&joined),
+    );
     session.handle_timeout(start + EARLY_HOLD);
     assert_eq!(describe(&drain(&mut session)), Vec::<String>::new());
 

@@ -3,6 +3,7 @@
 //! creation events seen), for `NET_FetchOwner`.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::rmev::{PlayerName, ShipState, MAX_SLOTS};
@@ -29,13 +30,31 @@ pub struct Player {
 #[derive(Clone, Debug, Default)]
 pub struct PlayerTable {
     slots: Vec<Option<Player>>,
+    /// Changes whenever the table may have changed (any mutable access), to a value no other
+    /// table state of this process had: two equal generations mean equal contents.
+    generation: u64,
 }
+
+/// Where every table's next generation comes from (0 is left to empty default tables).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 impl PlayerTable {
     pub fn new() -> Self {
         PlayerTable {
             slots: vec![None; MAX_SLOTS],
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// A value that differs from every earlier one of this table (and of any other table)
+    /// whenever a player may have been seated, changed or removed since: a reader that kept a
+    /// copy of what the table showed can skip copying it again while this stays the same.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn touched(&mut self) {
+        self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn get(&self, slot: u8) -> Option<&Player> {
@@ -43,11 +62,13 @@ impl PlayerTable {
     }
 
     pub fn get_mut(&mut self, slot: u8) -> Option<&mut Player> {
+        self.touched();
         self.slots.get_mut(slot as usize).and_then(Option::as_mut)
     }
 
     /// Put a player in its slot; returns the player that was there before, if any.
     pub fn insert(&mut self, player: Player) -> Option<Player> {
+        self.touched();
         let slot = player.slot as usize;
         if slot >= self.slots.len() {
             return None;
@@ -56,6 +77,7 @@ impl PlayerTable {
     }
 
     pub fn remove(&mut self, slot: u8) -> Option<Player> {
+        self.touched();
         self.slots.get_mut(slot as usize).and_then(Option::take)
     }
 
@@ -64,6 +86,7 @@ impl PlayerTable {
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Player> {
+        self.touched();
         self.slots.iter_mut().flatten()
     }
 
@@ -81,6 +104,7 @@ impl PlayerTable {
     }
 
     pub fn clear(&mut self) {
+        self.touched();
         self.slots.iter_mut().for_each(|s| *s = None);
     }
 }
@@ -254,5 +278,53 @@ mod tests {
         assert_eq!(table.len(), 1, "slot 16 is out of range");
         assert!(table.remove(3).is_some());
         assert!(table.is_empty());
+    }
+
+    #[test]
+    fn the_generation_changes_with_every_mutable_access_and_only_then() {
+        let mut table = PlayerTable::new();
+        let other = PlayerTable::new();
+        assert_ne!(
+            table.generation(),
+            other.generation(),
+            "tables never share one"
+        );
+        let p = Player {
+            slot: 2,
+            name: PlayerName::new(b"ann").unwrap(),
+            node: Node::default(),
+            token: 5,
+            joined: false,
+            state: ShipState::default(),
+            state_time: None,
+            last_heard: Instant::now(),
+            confirmed: false,
+        };
+        let mut seen = vec![table.generation()];
+        let mut changed = |table: &PlayerTable, what: &str| {
+            assert!(
+                !seen.contains(&table.generation()),
+                "{what} kept an earlier generation"
+            );
+            seen.push(table.generation());
+        };
+        table.insert(p);
+        changed(&table, "insert");
+        let before = table.generation();
+        let _ = (
+            table.get(2),
+            table.iter().count(),
+            table.len(),
+            table.is_empty(),
+        );
+        assert_eq!(table.generation(), before, "reading changes nothing");
+        table.get_mut(2).unwrap().state.pos[0] = 1.0;
+        changed(&table, "get_mut");
+        table.iter_mut().for_each(|p| p.joined = true);
+        changed(&table, "iter_mut");
+        table.remove(2);
+        changed(&table, "remove");
+        table.clear();
+        changed(&table, "clear");
     }
 }

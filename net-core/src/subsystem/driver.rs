@@ -639,11 +639,17 @@ impl Subsystem {
                 }
             }
         }
+        // Copied again only when the table may have changed (most frames of a game that polls
+        // without pause change nothing).
         let players = protocol.session().map(|s| s.players());
-        for (slot, shown) in self.shown_states.iter_mut().enumerate() {
-            *shown = players
-                .and_then(|p| p.get(slot as u8))
-                .map(|p| (p.token, p.state));
+        let generation = players.map(|p| p.generation());
+        if generation != self.shown_generation {
+            for (slot, shown) in self.shown_states.iter_mut().enumerate() {
+                *shown = players
+                    .and_then(|p| p.get(slot as u8))
+                    .map(|p| (p.token, p.state));
+            }
+            self.shown_generation = generation;
         }
     }
 

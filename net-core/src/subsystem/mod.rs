@@ -53,6 +53,8 @@ pub struct Subsystem {
     /// last frame (`take_protocol_output`): a player leaving is shown with this state until the
     /// game polls its PlayerDisconnected, the state a recording holds last for it.
     shown_states: [Option<(u32, crate::rmev::ShipState)>; crate::rmev::MAX_SLOTS],
+    /// The player table's generation `shown_states` was copied at (None: no session).
+    shown_generation: Option<u64>,
     input_errors: InputErrors,
     /// A console line's wait left to its caller (`NET_ConsoleExec`'s `servers`).
     console_waits: ConsoleWaits,
@@ -83,6 +85,7 @@ impl Subsystem {
             settings: NetSettings::default(),
             game: GameInterface::default(),
             shown_states: [None; crate::rmev::MAX_SLOTS],
+            shown_generation: None,
             input_errors: InputErrors::default(),
             console_waits: ConsoleWaits::default(),
             started: Instant::now(),
