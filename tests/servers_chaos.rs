@@ -998,3 +998,511 @@ fn random_clients_keep_the_slot_protocol() {
         }
     }
 }
+
+// ----- masterserver -----
+
+#[derive(Clone)]
+struct Listing {
+    name: String,
+    os: String,
+    url: String,
+    kind: &'static str,
+    port: u16,
+    udp: u16,
+    players: u32,
+    max: u32,
+    /// When it joined (the list's order).
+    order: u64,
+}
+
+struct MasterClient {
+    ip: Ipv4Addr,
+    conn: Option<Conn>,
+    listed: Option<Listing>,
+}
+
+#[derive(Default)]
+struct MasterCounts {
+    joins: u64,
+    full: u64,
+    version: u64,
+    illegal: u64,
+    removes: u64,
+    player_updates: u64,
+    list_requests: u64,
+}
+
+#[derive(Debug)]
+enum MasterRequest {
+    /// A valid join line for this listing.
+    Join(usize),
+    Players(u32, u32),
+    Remove,
+    List,
+    Incompatible,
+    Illegal,
+}
+
+struct MasterWorld<'a> {
+    server: Server,
+    max: usize,
+    clients: Vec<MasterClient>,
+    counts: MasterCounts,
+    rng: &'a mut Rng,
+    trace: Trace,
+    joined: u64,
+    /// The listings of the join lines sent (MasterRequest::Join indexes it).
+    offered: Vec<Listing>,
+}
+
+const SERVER_NAMES: &[&str] = &[
+    "Gamma Quadrant",
+    "alpha",
+    "a",
+    "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn",
+    "Tom's <b>server</b> & co",
+];
+
+impl MasterWorld<'_> {
+    fn listed(&self) -> Vec<&MasterClient> {
+        let mut listed: Vec<&MasterClient> =
+            self.clients.iter().filter(|c| c.listed.is_some()).collect();
+        listed.sort_by_key(|c| c.listed.as_ref().unwrap().order);
+        listed
+    }
+
+    fn list_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .listed()
+            .iter()
+            .map(|c| {
+                let l = c.listed.as_ref().unwrap();
+                format!(
+                    "server: ip: {} port: {} kind: {} udp: {} players: {} max: {} os: {} url: {} \
+                     name: {}",
+                    c.ip, l.port, l.kind, l.udp, l.players, l.max, l.os, l.url, l.name
+                )
+            })
+            .collect();
+        lines.push("end of list".into());
+        lines
+    }
+
+    fn random_request(&mut self) -> (String, MasterRequest) {
+        let rng = &mut *self.rng;
+        match rng.below(100) {
+            0..=29 => {
+                let kind = *rng.pick(&["unknown", "slotserver", "gameserver"]);
+                let listing = Listing {
+                    name: rng.pick(SERVER_NAMES).to_string(),
+                    os: rng.pick(&["linux", "i586 pc", "x"]).to_string(),
+                    url: rng
+                        .pick(&["-", "http://gamma.example/", "www.example.org"])
+                        .to_string(),
+                    kind,
+                    port: if kind == "unknown" {
+                        0
+                    } else {
+                        1 + rng.below(65535) as u16
+                    },
+                    udp: if kind == "gameserver" {
+                        1 + rng.below(65535) as u16
+                    } else {
+                        0
+                    },
+                    players: 0,
+                    max: *rng.pick(&[1, 16, 65535]),
+                    order: 0,
+                };
+                let version = *rng.pick(&["1.0", "1.0", "1.3"]);
+                let mut line = format!(
+                    "version: {version} join me: {} os: {} maxplayers: {} url: {}",
+                    listing.name, listing.os, listing.max, listing.url
+                );
+                if kind != "unknown" {
+                    let _ = write!(line, " kind: {kind} port: {}", listing.port);
+                }
+                if listing.udp != 0 {
+                    let _ = write!(line, " udp: {}", listing.udp);
+                }
+                self.offered.push(listing);
+                (line, MasterRequest::Join(self.offered.len() - 1))
+            }
+            30..=54 => {
+                let (p, m) = match rng.below(6) {
+                    0..=2 => {
+                        let m = 1 + rng.below(65535) as u32;
+                        (rng.below(m as usize + 1) as u32, m)
+                    }
+                    3 => (5, 4),
+                    4 => (0, 0),
+                    _ => (3, 65536),
+                };
+                (
+                    format!("players: {p} max: {m}"),
+                    MasterRequest::Players(p, m),
+                )
+            }
+            55..=64 => ("remove me".into(), MasterRequest::Remove),
+            65..=74 => ("list servers".into(), MasterRequest::List),
+            75..=79 => (
+                "version: 2.0 join me: a os: b maxplayers: 4 url: -".into(),
+                MasterRequest::Incompatible,
+            ),
+            _ => {
+                let line = match rng.below(7) {
+                    0 => "players: -1 max: 4".to_string(),
+                    1 => "players: many max: 4".to_string(),
+                    2 => "version: 1.0 join me: a os: b maxplayers: 0 url: -".to_string(),
+                    3 => format!(
+                        "version: 1.0 join me: {} os: b maxplayers: 4 url: -",
+                        "n".repeat(32)
+                    ),
+                    4 => String::new(),
+                    5 => "version: 1.0 join me: a os: b maxplayers: 4 url: - kind: x".into(),
+                    _ => {
+                        let mut line = String::from("list servers ");
+                        while line.len() < 511 {
+                            line.push('s');
+                        }
+                        line
+                    }
+                };
+                (line, MasterRequest::Illegal)
+            }
+        }
+    }
+
+    fn apply(&mut self, who: usize, req: &MasterRequest) -> Vec<String> {
+        let illegal = || vec!["illegal request not processed".to_string()];
+        match *req {
+            MasterRequest::Illegal => {
+                self.counts.illegal += 1;
+                illegal()
+            }
+            MasterRequest::Incompatible => {
+                self.counts.version += 1;
+                vec!["masterserver version incompatible".into()]
+            }
+            MasterRequest::Join(offer) => {
+                if self.clients[who].listed.is_some() {
+                    self.counts.illegal += 1;
+                    return illegal();
+                }
+                if self.listed().len() >= self.max {
+                    self.counts.full += 1;
+                    return vec!["masterserver full".into()];
+                }
+                self.counts.joins += 1;
+                self.joined += 1;
+                let mut listing = self.offered[offer].clone();
+                listing.order = self.joined;
+                self.clients[who].listed = Some(listing);
+                vec!["join accepted".into()]
+            }
+            MasterRequest::Players(p, m) => {
+                let Some(listing) = self.clients[who].listed.as_mut() else {
+                    self.counts.illegal += 1;
+                    return illegal();
+                };
+                if p > m || m == 0 || m > 65535 {
+                    self.counts.illegal += 1;
+                    return illegal();
+                }
+                self.counts.player_updates += 1;
+                (listing.players, listing.max) = (p, m);
+                vec!["players acknowledged.".into()]
+            }
+            MasterRequest::Remove => {
+                if self.clients[who].listed.take().is_none() {
+                    return vec!["you're not even joined".into()];
+                }
+                self.counts.removes += 1;
+                vec!["removing you".into()]
+            }
+            MasterRequest::List => {
+                self.counts.list_requests += 1;
+                self.list_lines()
+            }
+        }
+    }
+
+    fn expect(&mut self, who: usize, wanted: Vec<String>) {
+        let conn = self.clients[who].conn.as_mut().expect("connected");
+        for (i, want) in wanted.iter().enumerate() {
+            match conn.line() {
+                Ok(got) if got == *want => {}
+                Ok(got) => {
+                    let model: Vec<String> = self
+                        .clients
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.listed.is_some())
+                        .map(|(i, c)| format!("client {i} at {}", c.ip))
+                        .collect();
+                    self.trace.fail(format!(
+                        "client {who} expected {want:?}, got {got:?} (line {i} of {wanted:?}); \
+                         listed: {model:?}; JSON {}",
+                        self.server.get("/servers.json")
+                    ))
+                }
+                Err(e) => self.trace.fail(format!(
+                    "client {who} expected {want:?} (line {i} of {wanted:?}), got {e}"
+                )),
+            }
+        }
+    }
+
+    fn send(&mut self, who: usize, bytes: &[u8]) {
+        self.clients[who]
+            .conn
+            .as_mut()
+            .unwrap()
+            .send(self.rng, bytes);
+    }
+
+    fn drop_conn(&mut self, who: usize) {
+        self.clients[who].conn = None;
+        if self.clients[who].listed.take().is_some() {
+            self.settle();
+        }
+    }
+
+    /// (name, players, max, address, kind, udp) of every listed server, in list order.
+    fn model_json(&self) -> Vec<(String, u32, u32, String, String, u16)> {
+        self.listed()
+            .iter()
+            .map(|c| {
+                let l = c.listed.as_ref().unwrap();
+                let address = if l.port == 0 {
+                    c.ip.to_string()
+                } else {
+                    format!("{}:{}", c.ip, l.port)
+                };
+                let name = l
+                    .name
+                    .replace('"', "\\\"")
+                    .replace('<', "\\u003c")
+                    .replace('>', "\\u003e")
+                    .replace('&', "\\u0026");
+                (name, l.players, l.max, address, l.kind.to_string(), l.udp)
+            })
+            .collect()
+    }
+
+    fn settle(&mut self) {
+        let want = self.model_json();
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let got = servers_of_json(&self.server.get("/servers.json"));
+            if got == want {
+                return;
+            }
+            if Instant::now() > deadline {
+                self.trace.fail(format!(
+                    "the JSON server list is {got:?}, the model's {want:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn step(&mut self) {
+        let who = self.rng.below(self.clients.len());
+        if self.clients[who].conn.is_none() {
+            let conn = Conn::open(self.server.tcp, self.clients[who].ip);
+            self.clients[who].conn = Some(conn);
+            self.trace.note(format!("client {who} connects"));
+            if self.rng.chance(50) {
+                return;
+            }
+        }
+        match self.rng.below(100) {
+            0..=69 => {
+                let mut bytes = String::new();
+                let mut replies = Vec::new();
+                let lines = if self.rng.chance(20) {
+                    2 + self.rng.below(3)
+                } else {
+                    1
+                };
+                for _ in 0..lines {
+                    let (line, req) = self.random_request();
+                    self.trace
+                        .note(format!("client {who} sends {line:?} ({req:?})"));
+                    bytes.push_str(&terminate(self.rng, &line));
+                    replies.extend(self.apply(who, &req));
+                }
+                self.send(who, bytes.as_bytes());
+                self.expect(who, replies);
+            }
+            70..=74 => {
+                let len = 512 + self.rng.below(300);
+                self.trace
+                    .note(format!("client {who} sends a {len}-byte line"));
+                let mut line = "players: 1 max: 2".to_string();
+                while line.len() < len {
+                    line.push('0');
+                }
+                let bytes = terminate(self.rng, &line);
+                self.send(who, bytes.as_bytes());
+                self.counts.illegal += 1;
+                self.expect(who, vec!["illegal request not processed".into()]);
+                if let Err(e) = self.clients[who].conn.as_mut().unwrap().closed() {
+                    self.trace
+                        .fail(format!("client {who}: after an overlong line: {e}"));
+                }
+                self.drop_conn(who);
+            }
+            75..=82 => {
+                self.trace.note(format!("client {who} closes abruptly"));
+                self.drop_conn(who);
+            }
+            83..=89 => {
+                let mut replies = Vec::new();
+                let mut bytes = String::new();
+                if self.rng.chance(60) {
+                    let (line, req) = self.random_request();
+                    if !line.is_empty() {
+                        self.trace.note(format!(
+                            "client {who} sends {line:?} ({req:?}) without a newline"
+                        ));
+                        replies = self.apply(who, &req);
+                        bytes = line;
+                    }
+                }
+                self.trace.note(format!("client {who} half-closes"));
+                self.send(who, bytes.as_bytes());
+                let conn = self.clients[who].conn.as_mut().unwrap();
+                let _ = conn.stream.shutdown(Shutdown::Write);
+                self.expect(who, replies);
+                if let Err(e) = self.clients[who].conn.as_mut().unwrap().closed() {
+                    self.trace
+                        .fail(format!("client {who}: after its half-close: {e}"));
+                }
+                self.drop_conn(who);
+            }
+            _ => {
+                self.trace.note("the lists are checked".into());
+                self.settle();
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        self.settle();
+        let MasterWorld {
+            server,
+            counts,
+            trace,
+            ..
+        } = self;
+        let (stopped, log) = server.stop();
+        let checks = [
+            ("joins", counts.joins),
+            ("joins_refused_full", counts.full),
+            ("joins_refused_version", counts.version),
+            ("illegal_requests", counts.illegal),
+            ("removes", counts.removes),
+            ("player_updates", counts.player_updates),
+            ("list_requests", counts.list_requests),
+        ];
+        for (name, want) in checks {
+            let got = counter(&stopped, name);
+            if got != want {
+                trace.fail(format!(
+                    "the masterserver counted {name}={got}, the model {want}: {stopped}"
+                ));
+            }
+        }
+        let listed = log
+            .lines()
+            .filter(|l| l.contains(" INFO  listed '"))
+            .count() as u64;
+        let full = log
+            .lines()
+            .filter(|l| l.contains("refused: masterserver full"))
+            .count() as u64;
+        if listed != counts.joins || full > counts.full || (counts.full > 0 && full == 0) {
+            trace.fail(format!(
+                "the log has {listed} 'listed' and {full} 'masterserver full' lines, the model \
+                 {} joins and {} refused",
+                counts.joins, counts.full
+            ));
+        }
+    }
+}
+
+/// (name, players, max, address, kind, udp) of every server in a `/servers.json` document.
+fn servers_of_json(json: &str) -> Vec<(String, u32, u32, String, String, u16)> {
+    let field = |part: &str, key: &str| -> String {
+        let rest = part.split(&format!("\"{key}\": ")).nth(1).unwrap();
+        let end = if let Some(quoted) = rest.strip_prefix('"') {
+            let mut end = 0;
+            let bytes = quoted.as_bytes();
+            while bytes[end] != b'"' || (end > 0 && bytes[end - 1] == b'\\') {
+                end += 1;
+            }
+            return quoted[..end].to_string();
+        } else {
+            rest.find([',', '}']).unwrap()
+        };
+        rest[..end].to_string()
+    };
+    json.split("\n    {")
+        .skip(1)
+        .map(|part| {
+            (
+                field(part, "name"),
+                field(part, "players").parse().unwrap(),
+                field(part, "max_players").parse().unwrap(),
+                field(part, "address"),
+                field(part, "kind"),
+                field(part, "udp_port").parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn random_servers_keep_the_masterserver_protocol() {
+    for seed in seeds() {
+        let dir = std::env::temp_dir().join(format!(
+            "servers-chaos-master-{}-{seed}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rng = Rng(seed.wrapping_mul(3).wrapping_add(2));
+        let max = 1 + rng.below(8);
+        let count = 8 + rng.below(17);
+        let max_text = max.to_string();
+        let server = Server::start("masterserver", &["--max-servers", &max_text], &dir);
+        let mut world = MasterWorld {
+            server,
+            max,
+            clients: (0..count)
+                .map(|i| MasterClient {
+                    ip: Ipv4Addr::new(127, 0, 1, 10 + (i % (count - count / 4)) as u8),
+                    conn: None,
+                    listed: None,
+                })
+                .collect(),
+            counts: MasterCounts::default(),
+            rng: &mut rng,
+            trace: Trace {
+                seed,
+                server: "masterserver",
+                step: 0,
+                lines: VecDeque::new(),
+            },
+            joined: 0,
+            offered: Vec::new(),
+        };
+        for step in 0..steps() {
+            world.trace.step = step;
+            world.step();
+        }
+        world.finish();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

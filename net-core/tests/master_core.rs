@@ -152,6 +152,39 @@ fn the_list_limit_and_the_list_reply() {
     assert_eq!(b.lines(4), ["join accepted"]);
 }
 
+/// The list is in the order the servers joined, not the order their connections came in: a
+/// server that connected first but joined last (after a refused join, or `remove me` and a new
+/// join) comes last. Found by tests/servers_chaos.rs, seed 1.
+#[test]
+fn the_list_is_in_join_order_not_connection_order() {
+    let mut b = Bench::new(config());
+    b.connect(1, "10.0.0.1").unwrap();
+    b.send(1, "list servers");
+    assert_eq!(b.lines(1), ["end of list"]);
+    b.join(2, "b");
+    b.send(1, &join("a"));
+    assert_eq!(b.lines(1), ["join accepted"]);
+    b.join(3, "c");
+    assert_eq!(b.names(), ["b", "a", "c"]);
+    b.send(3, "list servers");
+    let list = b.lines(3);
+    assert!(
+        list[0].ends_with("name: b") && list[1].ends_with("name: a"),
+        "{list:?}"
+    );
+    // Leaving and joining again on the same connection: last again.
+    b.send(2, "remove me");
+    assert_eq!(b.lines(2), ["removing you"]);
+    b.send(2, &join("b"));
+    assert_eq!(b.lines(2), ["join accepted"]);
+    assert_eq!(b.names(), ["a", "c", "b"]);
+    b.send(2, "players: 1 max: 2");
+    assert_eq!(b.lines(2), ["players acknowledged."]);
+    b.core.closed(b.now, 1);
+    b.collect();
+    assert_eq!(b.names(), ["c", "b"]);
+}
+
 #[test]
 fn silent_servers_are_unlisted_after_the_idle_timeout() {
     let mut b = Bench::new(config());

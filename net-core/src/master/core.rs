@@ -18,7 +18,7 @@
 //! wall clock only for "listed since" (unless given one with
 //! [`with_wall_clock`](MasterCore::with_wall_clock)).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -136,8 +136,13 @@ struct Counters {
 pub struct MasterCore {
     config: MasterConfig,
     conns: Connections<Registration>,
-    /// Listed servers by connection (connection ids grow, so this is the order they came in).
-    servers: BTreeMap<ConnId, ListedEntry>,
+    /// Listed servers by join number (numbers grow, so this is the order they joined; a
+    /// connection that joins after others came in later, or again after `remove me`, is last).
+    servers: BTreeMap<u64, ListedEntry>,
+    /// The join number of each listed connection.
+    listed_as: HashMap<ConnId, u64>,
+    /// The join number the next listed server gets.
+    next_join: u64,
     counters: Counters,
     /// The `list servers` reply, rendered once per version of the list.
     list_reply: Option<Arc<[u8]>>,
@@ -166,6 +171,8 @@ impl MasterCore {
             config,
             conns,
             servers: BTreeMap::new(),
+            listed_as: HashMap::new(),
+            next_join: 0,
             counters: Counters::default(),
             list_reply: None,
             next_check: None,
@@ -314,6 +321,7 @@ impl MasterCore {
     pub fn shutdown(&mut self, reason: &str) {
         self.conns.close_all(reason);
         self.servers.clear();
+        self.listed_as.clear();
         self.list_changed();
     }
 
@@ -404,7 +412,10 @@ impl MasterCore {
         }
         self.counters.joins += 1;
         let since = self.wall_clock.at(now);
-        self.servers.insert(conn, ListedEntry { server, since });
+        let number = self.next_join;
+        self.next_join += 1;
+        self.listed_as.insert(conn, number);
+        self.servers.insert(number, ListedEntry { server, since });
         self.send(conn, proto::JOIN_ACCEPTED);
         self.list_changed();
     }
@@ -424,7 +435,11 @@ impl MasterCore {
     }
 
     fn players(&mut self, conn: ConnId, players: u16, max: u16) {
-        let Some(entry) = self.servers.get_mut(&conn) else {
+        let entry = self
+            .listed_as
+            .get(&conn)
+            .and_then(|number| self.servers.get_mut(number));
+        let Some(entry) = entry else {
             // The design's replies to a players line are the acknowledgement or this one.
             self.counters.illegal_requests += 1;
             self.send(conn, proto::ILLEGAL_REQUEST);
@@ -486,7 +501,8 @@ impl MasterCore {
     }
 
     fn unlist(&mut self, conn: ConnId, reason: &str) {
-        if let Some(entry) = self.servers.remove(&conn) {
+        let number = self.listed_as.remove(&conn);
+        if let Some(entry) = number.and_then(|number| self.servers.remove(&number)) {
             log::info!(
                 "unlisted '{}' from {}: {reason}",
                 entry.server.name,
