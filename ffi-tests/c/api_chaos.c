@@ -77,9 +77,9 @@ static char hang_message[600];
 static size_t hang_len;
 
 static void forget_players(void);
-/* A demo is shown (`play` until `stop`); its game was left by a DISCONNECTED while it is still
- * shown (the live one, which comes when the demo ends: its players are shown until `stop`). */
-static int demo_shown, demo_left;
+/* A demo is shown (`play` until `stop`, or until the DISCONNECTED of the live game it was
+ * played in, which ends its view). */
+static int demo_shown;
 
 /* ---- PRNG (splitmix64): the only source of choices ---- */
 static uint64_t rng;
@@ -646,15 +646,18 @@ static void pick_line(char *line, struct expect_line *e)
     }
 }
 
-/* After a `stop`: the demo is no longer shown once `status` says "demo off" (a `stop` may end
- * a recording begun while a finished demo was still shown, which stays shown). */
+/* After a `stop` that succeeded: nothing is recorded or shown any more (a recording and a shown
+ * demo never go together: `record` is refused while a finished demo is shown). */
 static void demo_off_check(void)
 {
     static char out[65536];
 
-    if (NET_ConsoleExec("status", out, sizeof out) == NET_OK && strstr(out, "demo off") != NULL) {
+    if (NET_ConsoleExec("status", out, sizeof out) == NET_OK) {
+        const char *demo = strstr(out, "demo ");
+        check(strstr(out, "demo off") != NULL,
+              "after a `stop` that succeeded status says \"%.60s\", not \"demo off\"",
+              demo != NULL ? demo : out);
         demo_shown = 0;
-        demo_left = 0;
     }
 }
 
@@ -714,7 +717,6 @@ static int32_t console_line(const char *line, const struct expect_line *e, char 
         /* the game sees only the demo from now on (its live DISCONNECTED comes when it ends) */
         forget_players();
         demo_shown = 1;
-        demo_left = 0;
     }
     if (rc >= 0 && strncmp(line, "stop", 4) == 0) {
         demo_off_check();
@@ -826,7 +828,6 @@ static void follow_event(const NET_Event *ev)
         return;
     case NET_EVENT_DISCONNECTED:
         forget_players();
-        demo_left = demo_shown;
         return;
     default:
         break;
@@ -877,9 +878,6 @@ static void check_lookups_match_events(void)
 {
     int slot;
 
-    if (demo_left) {
-        return; /* an ended demo's players are shown until `stop` (docs/console.md `status`) */
-    }
     for (slot = 0; slot < SLOTS; slot++) {
         const char *got;
 
@@ -1088,7 +1086,6 @@ static void act_shutdown(void)
     inited = 0;
     forget_players();
     demo_shown = 0;
-    demo_left = 0;
 }
 
 static void act_misc(void)
@@ -1573,8 +1570,8 @@ static void finish(void)
     if (!inited) {
         act_init();
     }
-    while (console_may("stop", OK_BIT | E(NET_ERR_STATE)) >= 0) {
-        demo_off_check(); /* a recording, then the shown demo */
+    if (console_may("stop", OK_BIT | E(NET_ERR_STATE)) >= 0) {
+        demo_off_check(); /* one `stop` ends what there was */
     }
     console_may("disconnect", OK_BIT | E(NET_ERR_NOT_CONNECTED));
     frames(40, 2);

@@ -186,10 +186,18 @@ impl GameInterface {
                 _ => {}
             }
         }
-        if self.player.is_none() {
+        let disconnect = matches!(event, GameEvent::Disconnected { .. });
+        if self.player.is_some() || (disconnect && !self.fed.is_empty()) {
+            // Given after the demo's last event (`apply_fed_before_events`).
+            if disconnect {
+                self.held_disconnect = Some(event);
+            }
+        } else {
             self.queue_departing(event, departing);
-        } else if matches!(event, GameEvent::Disconnected { .. }) {
-            self.held_disconnect = Some(event);
+            if disconnect {
+                // A game told it is out of a game is shown nobody: an ended demo's view ends.
+                self.playback_view = false;
+            }
         }
     }
 
@@ -426,6 +434,14 @@ impl GameInterface {
                 "a demo is playing (stop first)",
             ));
         }
+        if self.playback_view {
+            // As `connect`: until `stop` the game sees the ended demo, not the live game a
+            // recording would hold, and one `stop` ends one thing.
+            return Err(NetError::new(
+                ErrorCode::State,
+                "a finished demo is still shown (stop first: until then the game sees only the demo)",
+            ));
+        }
         // A file already there is replaced (as a game's quick-save slot would be): the reply
         // says so, so a player who typed an old demo's name knows it is gone.
         let replaces = path.is_file();
@@ -599,8 +615,13 @@ impl GameInterface {
             let (_, item) = self.fed.pop_front().expect("a fed item");
             self.playback.apply(&item);
         }
-        if self.fed.is_empty() && self.player.is_none() {
+        if self.fed.is_empty() && self.player.is_none() && self.held_disconnect.is_some() {
+            // The demo has ended in a live game that was left meanwhile (for it, or by itself):
+            // the game is told it is out of a game, and the lookups follow that event as they do
+            // live, so the demo's view ends with it (its players are not shown to a game that was
+            // told it left).
             self.live_events_resume();
+            self.playback_view = false;
         }
     }
 

@@ -1553,18 +1553,123 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
         matches!(&after[0], GameEvent::Disconnected { .. }),
         "{after:#?}"
     );
-    let status = console(&mut live.alice, "status");
-    assert!(status.contains("demo finished playing ("), "{status}");
-    // The ended demo is still shown, and `connect` says that (not that one is playing).
-    assert_connect_refused(
-        &mut live.alice,
-        "connect: a finished demo is still shown (stop first",
-    );
-    console(&mut live.alice, "stop");
+    // The DISCONNECTED ends the demo's view with it (see
+    // a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disconnect):
+    // nothing is left to `stop`, and `connect` is taken at once.
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo off"), "{status}");
+    let stop = live.alice.console_exec("stop", Instant::now());
+    assert_eq!(
+        stop.result.err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        stop.output
+    );
     let bob_addr = live.bob_addr.clone();
     console(&mut live.alice, &format!("connect {bob_addr}"));
+}
+
+#[test]
+fn a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disconnect() {
+    // Found by ffi-tests/tests/api_chaos.rs: a demo played in a live game (which `play` leaves)
+    // ended by itself, the game got its held live DISCONNECTED (so it dropped every player from
+    // its view), but the lookups went on answering with the demo's players until `stop`. Now
+    // the demo's view ends with that DISCONNECTED: the lookups know nobody, as live after a
+    // DISCONNECTED, and nothing is left to `stop`.
+    let path = TempPath::new("ends-after-live");
+    let mut live = LiveGame::connected(Some(&path.0));
+    let bob_slot = live.join_until_bobs_ship_arrives();
+    console(&mut live.alice, "stop");
+
+    let reply = console(&mut live.alice, &format!("play {}", path.0.display()));
+    assert!(
+        reply.starts_with("disconnected from the peer game first; "),
+        "{reply}"
+    );
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen
+        .iter()
+        .any(|s: &Seen| matches!(s.event, GameEvent::Disconnected { .. }))
+    {
+        assert!(Instant::now() < deadline, "{seen:#?}");
+        live.alice.maintain(Instant::now());
+        poll_and_look_up(&mut live.alice, &mut seen);
+        let _ = live.alice.wait(Duration::from_millis(1));
+    }
+    assert!(!live.alice.game().is_playing());
+    // While the game handled the demo's events bob was shown; the DISCONNECTED is the last
+    // event and, handling it, the game is shown nobody (the lookups as after a live one).
+    assert!(seen
+        .iter()
+        .any(|s| s.names[usize::from(bob_slot)].as_deref() == Some("bob")));
+    let last = seen.last().expect("the disconnect");
+    assert!(
+        matches!(&last.event, GameEvent::Disconnected { reason } if reason.contains("demo")),
+        "{:?}",
+        last.event
+    );
+    assert_eq!(last.names, vec![None; 16], "names at the DISCONNECTED");
+    assert!(
+        last.owners.iter().all(|(_, o)| o.is_none()),
+        "{:?}",
+        last.owners
+    );
+    assert_eq!(
+        live.alice.player_state(bob_slot).map_err(|e| e.code),
+        Err(ErrorCode::NotConnected)
+    );
+    let status = console(&mut live.alice, "status");
+    assert!(status.contains("demo off"), "{status}");
+}
+
+#[test]
+fn record_while_a_finished_demo_is_shown_is_refused_naming_stop() {
+    // Found by ffi-tests/tests/api_chaos.rs: `record` was refused while a demo played but taken
+    // once it had ended and was still shown; the next `stop` then ended the recording and left
+    // the demo shown, so a second `stop` was needed. Now `record` is refused until `stop`, as
+    // `connect` is, and one `stop` ends the shown demo.
+    let path = TempPath::new("record-while-shown");
+    let other = TempPath::new("record-while-shown-2");
+    let mut live = LiveGame::connected(Some(&path.0));
+    console(&mut live.alice, "stop");
+
+    let mut player = Subsystem::new();
+    let mut now = Instant::now();
+    let reply = player.console_exec(&format!("play {}", path.0.display()), now);
+    assert!(reply.result.is_ok(), "{}", reply.output);
+    while let Some(due) = player.next_wakeup() {
+        now = due;
+        player.maintain(due);
+        while player.poll_event().is_some() {}
+    }
+    assert!(!player.game().is_playing());
+    let status = console(&mut player, "status");
+    assert!(status.contains("demo finished playing ("), "{status}");
+
+    let refused = player.console_exec(&format!("record {}", other.0.display()), now);
+    assert_eq!(
+        refused.result.as_ref().err().map(|e| e.code),
+        Some(ErrorCode::State),
+        "{}",
+        refused.output
+    );
+    assert!(
+        refused
+            .output
+            .starts_with("record: a finished demo is still shown (stop first"),
+        "{}",
+        refused.output
+    );
+    assert!(!other.0.exists());
+    let stop = console(&mut player, "stop");
+    assert!(stop.starts_with("playback had finished"), "{stop}");
+    let status = console(&mut player, "status");
+    assert!(status.contains("demo off"), "{status}");
+    let reply = console(&mut player, &format!("record {}", other.0.display()));
+    assert!(reply.starts_with("recording to "), "{reply}");
+    let stop = console(&mut player, "stop");
+    assert!(stop.starts_with("recorded "), "{stop}");
 }
 
 #[test]
