@@ -97,6 +97,29 @@ static uint32_t below(uint32_t n)
     return n == 0 ? 0 : (uint32_t)(rnd() % n);
 }
 
+/* The extra actions (`extra_action`) draw from a stream of their own, so a seed still makes
+ * every call it made before they were added, in the same order, with the extras in between. */
+static uint64_t rng2;
+
+static uint32_t below2(uint32_t n)
+{
+    uint64_t z = (rng2 += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return n == 0 ? 0 : (uint32_t)(z % n);
+}
+
+static int chance2(uint32_t percent)
+{
+    return below2(100) < percent;
+}
+
+/* Frames left that skip NETs_MaintainNet (the game is busy: a loading screen, a debugger). */
+static long hold_left;
+/* What is left of the time a run may stall without any call (ms). */
+static long stall_budget_ms;
+
 static int chance(uint32_t percent)
 {
     return below(100) < percent;
@@ -1038,9 +1061,13 @@ static void frames(int n, int sleep_ms)
     int i, polled;
 
     for (i = 0; i < n; i++) {
-        begin("frame %d of %d: NETs_MaintainNet()", i + 1, n);
-        NETs_MaintainNet();
-        checks++;
+        if (hold_left > 0) {
+            hold_left--;
+        } else {
+            begin("frame %d of %d: NETs_MaintainNet()", i + 1, n);
+            NETs_MaintainNet();
+            checks++;
+        }
         begin("frame %d of %d: NET_PollEvent until 0", i + 1, n);
         for (polled = 0; polled < 10000; polled++) {
             if (poll_one(0) != 1) {
@@ -1559,6 +1586,172 @@ static void calm_step(void)
     }
 }
 
+/* ---- extra actions (their own PRNG stream) ---- */
+
+static int32_t console_any(const char *line)
+{
+    struct expect_line e;
+
+    e.exact = 0;
+    e.code = 0;
+    e.set = OK_BIT | ANY_ERROR;
+    e.defect = 0;
+    return console_line(line, &e, NULL, 0);
+}
+
+/* Write a damaged copy of the demo file (cut anywhere, a byte flipped, random bytes or empty)
+ * to `path`; the original may not exist yet (then random bytes). */
+static void write_damaged_demo(const char *path)
+{
+    static unsigned char buf[1 << 20];
+    size_t n = 0, i;
+    FILE *in = fopen(opt_demo, "rb");
+    FILE *out;
+    uint32_t how = below2(4);
+
+    if (in != NULL) {
+        n = fread(buf, 1, sizeof buf, in);
+        fclose(in);
+    }
+    if (n == 0 || how == 2) {
+        n = 1 + below2(600);
+        for (i = 0; i < n; i++) {
+            buf[i] = (unsigned char)below2(256);
+        }
+        if (chance2(50) && n >= 8) {
+            memcpy(buf, "PNDEMO", 6); /* a plausible start */
+        }
+    } else if (how == 0) {
+        n = below2((uint32_t)n);
+    } else if (how == 1) {
+        buf[below2((uint32_t)n)] ^= (unsigned char)(1u << below2(8));
+    } else {
+        n = 0;
+    }
+    out = fopen(path, "wb");
+    if (out == NULL) {
+        fail("cannot write %s", path);
+        return;
+    }
+    if (n > 0 && fwrite(buf, 1, n, out) != n) {
+        fail("cannot write %s", path);
+    }
+    fclose(out);
+}
+
+/* A burst of custom events at the size limit, the reliable ones filling the queue, maybe with
+ * a switch right after. */
+static void custom_burst(void)
+{
+    unsigned char data[NET_EVENT_DATA_LEN];
+    int n = 10 + (int)below2(120), i;
+    size_t k;
+
+    for (k = 0; k < sizeof data; k++) {
+        data[k] = (unsigned char)below2(256);
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t flags = chance2(70) ? NET_SEND_RELIABLE : 0;
+        size_t len = chance2(80) ? NET_EVENT_DATA_LEN : below2(NET_EVENT_DATA_LEN + 1);
+        int32_t rc;
+        begin("burst %d of %d: NET_RmEvCustom(%u, data, %zu, 0x%x)", i + 1, n, 9u, len,
+              (unsigned)flags);
+        rc = NET_RmEvCustom(9, data, len, flags);
+        check_rc(rc, state_codes(OK_BIT | E(NET_ERR_NOT_CONNECTED) | E(NET_ERR_FULL) |
+                                 E(NET_ERR_STATE)));
+        rmev_taken += rc == NET_OK;
+    }
+    if (chance2(50)) {
+        static const char *const switches[] = {"net.subsys peer", "net.subsys slotserver",
+                                               "net.subsys gameserver", "net.api udp",
+                                               "disconnect", "net.port 0"};
+        console_any(switches[below2(6)]);
+    }
+}
+
+/* Now and then, between two steps: things a game does that the main choices rarely combine. */
+static void extra_action(void)
+{
+    char line[600], name[64];
+    uint32_t k;
+
+    if (!chance2(6)) {
+        return;
+    }
+    k = below2(100);
+    if (k < 12) {
+        /* frames without NETs_MaintainNet for a while */
+        hold_left = 5 + below2(60);
+        begin("extra: the next %ld frames skip NETs_MaintainNet", hold_left);
+    } else if (k < 20) {
+        /* no call at all for a while: past net.timeout 2 the others drop this game */
+        long ms = 100 + below2(2600);
+        if (ms > stall_budget_ms) {
+            ms = stall_budget_ms;
+        }
+        stall_budget_ms -= ms;
+        begin("extra: no call for %ld ms", ms);
+        if (ms > 0) {
+            check_sleep_ms((int)ms);
+        }
+    } else if (k < 26) {
+        console_any(chance2(70) ? "net.timeout 2" : "net.timeout 20");
+    } else if (k < 40) {
+        /* a rename by console (held until a slot or game server answers) */
+        random_name(name, 1 + below2(31 - 1));
+        if (chance2(20)) {
+            random_name(name, 31);
+        }
+        snprintf(line, sizeof line, "name %s", name);
+        console_any(line);
+        if (chance2(50)) {
+            frames(1 + (int)below2(5), 1);
+            snprintf(line, sizeof line, "name %s%s", name, chance2(50) ? "" : "2");
+            console_any(line);
+        }
+    } else if (k < 48) {
+        /* NET_Shutdown and NET_Init in mid-game, the partners still running */
+        act_shutdown();
+        if (chance2(80)) {
+            act_init();
+            if (chance2(60)) {
+                start_calm();
+            }
+        }
+    } else if (k < 58) {
+        static const char *const ports[] = {"0", "0", "", "65535", "1"};
+        uint32_t c = below2(6);
+        if (c == 5) {
+            snprintf(line, sizeof line, "net.port %d", opt_port);
+        } else {
+            snprintf(line, sizeof line, "net.port %s", ports[c]);
+        }
+        console_any(line);
+    } else if (k < 70) {
+        static const char *const lines[] = {
+            "net.sendfreq 5",  "net.sendfreq 60", "net.rate 1",     "net.rate 100000000",
+            "net.rate 100000001", "net.rate 0",   "net.sendfreq 4", "net.rate 4294967296",
+            "net.rate 50",     "net.sendfreq 61",
+        };
+        console_any(lines[below2(10)]);
+    } else if (k < 84) {
+        char bad[500];
+        snprintf(bad, sizeof bad, "%s.bad", opt_demo);
+        write_damaged_demo(bad);
+        snprintf(line, sizeof line, "play %s", bad);
+        console_any(line);
+        if (chance2(50)) {
+            frames(1 + (int)below2(30), 1);
+        }
+        if (chance2(50)) {
+            console_any("stop");
+        }
+        remove(bad);
+    } else {
+        custom_burst();
+    }
+}
+
 /* ---- the end: not connected, whatever happened ---- */
 
 static void finish(void)
@@ -1567,6 +1760,7 @@ static void finish(void)
     char first[200];
     size_t n;
 
+    hold_left = 0;
     if (!inited) {
         act_init();
     }
@@ -1629,6 +1823,8 @@ int main(int argc, char **argv)
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
     rng = seed;
+    rng2 = seed ^ 0x5DEECE66Dull;
+    stall_budget_ms = steps * 2;
     printf("NOTE seed %llu, %ld steps, port %d\n", seed, steps, opt_port);
     fflush(stdout);
     if (chance(80)) {
@@ -1637,7 +1833,10 @@ int main(int argc, char **argv)
 
     /* Most of the time a game is running. */
     for (step = 0; step < steps; step++) {
-        uint32_t k = below(100);
+        uint32_t k;
+
+        extra_action();
+        k = below(100);
 
         if (calm_left > 0) {
             calm_step();

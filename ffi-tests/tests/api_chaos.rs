@@ -5,7 +5,10 @@
 //! and infinite states, negative and huge ids, NULL pointers, custom lengths 0/256/257, unknown
 //! flags), and console lines of every command with good and bad arguments and `out` buffers of
 //! 0, 1, small and large capacity followed by guard bytes: `net.subsys` and `net.api udp`
-//! mid-game, `record`/`play`/`stop` with a temporary file.
+//! mid-game, `record`/`play`/`stop` with a temporary file. Between steps, from a second random
+//! stream: frames without NETs_MaintainNet, pauses (with `net.timeout 2`, long enough to be
+//! dropped), renames, NET_Shutdown/NET_Init mid-game, `net.port` changes, rate extremes, `play`
+//! of a damaged demo, bursts of 256-byte custom events before a switch (docs/fuzzing.md).
 //!
 //! Two chaos games run at once on loopback (seeds S and S + 1000000, each the other's peer) with
 //! real partners: a `parsecnet slotserver` and `gameserver` (free ports) and three well-behaved
