@@ -49,6 +49,11 @@
  *                                   move the ship of WHO (default: this game's own) to that
  *                                   base from now on, as --pos would have (send it to every
  *                                   game, so the receivers check states against the new base)
+ *                     @burst K      queue the next K numbers of the series now (whether the
+ *                                   series is on or not; each reported as a SERIES line)
+ *                     @unreliable K queue K unreliable custom events type 601: a number of
+ *                                   their own (0, 1, ...; 4 bytes little-endian) then this
+ *                                   game's name; each reported as an UNRELIABLE line
  *                   The game then does not end when it finishes and has lingered: only on
  *                   @quit or the end of stdin. It also follows reconnections: after a
  *                   DISCONNECTED event it joins again on the next CONNECTED (in any slot).
@@ -101,6 +106,7 @@
  *   SERIES n=N rc=RC slot=S to="NAME,..."         every attempt to send series number N: the
  *                                                 result, this game's slot, and the names of
  *                                                 the other players seated at that moment
+ *   UNRELIABLE n=N rc=RC slot=S                   every unreliable numbered event (@unreliable)
  *
  * The ship of the player in slot S at frame F: pos = (100 S + (F mod 1000) / 4, 2 S,
  * -(F mod 500)) plus its base (--pos), orient = (0, 0, 0, 1), vel = (0.25, S, 0); the game area
@@ -155,6 +161,7 @@
 #define EXTRA_ID_BASE 4000u
 #define MAX_BASES 16
 #define SERIES_TYPE 600
+#define UNRELIABLE_SERIES_TYPE 601
 #define CONTROL_CAP 1024
 
 /* Command-line settings. */
@@ -235,6 +242,7 @@ struct game {
     int quit;              /* --control: @quit read, or stdin ended */
     int series_on;         /* --control: @series on */
     uint32_t series_next;  /* the next series number to send */
+    uint32_t unreliable_next; /* the next @unreliable number */
     long long series_due;  /* when to send it */
     char control_buf[CONTROL_CAP];
     size_t control_len;
@@ -917,6 +925,28 @@ static int move_base(const char *text)
 
 /* ----- --control and the numbered series -------------------------------------------------------- */
 
+static int parse_number(const char *text, long *out);
+static void send_one_series(struct game *g);
+
+/* @unreliable: one unreliable custom event UNRELIABLE_SERIES_TYPE (the number, 4 bytes
+ * little-endian, then the name), reported as an UNRELIABLE line. */
+static void send_one_unreliable(struct game *g)
+{
+    uint8_t data[4 + MARKER_NAME_MAX];
+    size_t name_len = strlen(g->opt.name);
+    uint32_t n = g->unreliable_next++;
+    int32_t rc;
+
+    data[0] = (uint8_t)(n & 0xff);
+    data[1] = (uint8_t)((n >> 8) & 0xff);
+    data[2] = (uint8_t)((n >> 16) & 0xff);
+    data[3] = (uint8_t)((n >> 24) & 0xff);
+    memcpy(data + 4, g->opt.name, name_len);
+    rc = NET_RmEvCustom(UNRELIABLE_SERIES_TYPE, data, 4 + name_len, 0);
+    printf("UNRELIABLE n=%u rc=%d slot=%d\n", (unsigned)n, (int)rc, (int)g->slot);
+    fflush(stdout);
+}
+
 /* One line from stdin: a control word or a console line. */
 static void control_line(struct game *g, const char *line)
 {
@@ -938,6 +968,22 @@ static void control_line(struct game *g, const char *line)
         if (!move_base(line + 5)) {
             printf("CONTROL bad @pos\n");
             fflush(stdout);
+        }
+    } else if (strncmp(line, "@burst ", 7) == 0 || strncmp(line, "@unreliable ", 12) == 0) {
+        int unreliable = line[1] == 'u';
+        long k;
+
+        if (!parse_number(line + (unreliable ? 12 : 7), &k) || k > 1000) {
+            printf("CONTROL bad count\n");
+            fflush(stdout);
+            return;
+        }
+        for (; k > 0; k--) {
+            if (unreliable) {
+                send_one_unreliable(g);
+            } else {
+                send_one_series(g);
+            }
         }
     } else if (line[0] == '@') {
         printf("CONTROL unknown control word\n");
