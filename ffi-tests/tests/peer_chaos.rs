@@ -652,7 +652,8 @@ impl Chaos {
                 }
             }
         }
-        let deadline = Instant::now() + SETTLE_DEADLINE;
+        let settle_start = Instant::now();
+        let deadline = settle_start + SETTLE_DEADLINE;
         let mut connect_sent: HashMap<usize, Instant> = HashMap::new();
         loop {
             self.check_streams();
@@ -676,9 +677,13 @@ impl Chaos {
                                 || (kind == "DISCONNECTED" && !text.contains("reconnecting")))
                     }
                 };
+                // Out of a game for long (a `net.api` typed after a refusal only reopens the
+                // socket; a reconnect that went nowhere): connect it.
                 let waited_long = connect_sent
                     .get(&i)
-                    .is_some_and(|t| t.elapsed() > Duration::from_secs(8));
+                    .map_or(settle_start.elapsed() > Duration::from_secs(6), |t| {
+                        t.elapsed() > Duration::from_secs(8)
+                    });
                 if (idle || self.players[i].left_on_purpose || waited_long)
                     && connect_sent
                         .get(&i)
