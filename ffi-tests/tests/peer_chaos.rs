@@ -696,7 +696,7 @@ impl Chaos {
                     }
                 }
             }
-            if let Some(problem) = self.agreement(&lives, &owed) {
+            if let Some(problem) = self.agreement(&lives, &mut owed) {
                 if Instant::now() >= deadline {
                     self.fail(&format!(
                         "no agreement within {SETTLE_DEADLINE:?}: {problem}"
@@ -724,7 +724,11 @@ impl Chaos {
 
     /// None when every game agrees and everything owed arrived; else what is still wrong. Also
     /// moves the players of smaller games into the largest one.
-    fn agreement(&mut self, lives: &[Life], owed: &[(usize, usize, Vec<u32>)]) -> Option<String> {
+    fn agreement(
+        &mut self,
+        lives: &[Life],
+        owed: &mut Vec<(usize, usize, Vec<u32>)>,
+    ) -> Option<String> {
         let n = self.players.len();
         if let Some(i) = (0..n).find(|&i| !lives[i].connected) {
             return Some(format!("{} is not in a game", self.players[i].name));
@@ -762,7 +766,26 @@ impl Chaos {
                 groups.push(group);
             }
         }
-        for (s, r, numbers) in owed {
+        if groups.len() > 1 {
+            // Separate games do not merge by themselves: move the smaller ones over.
+            groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+            let target = *groups[0].iter().next().expect("a game has a player");
+            let movers: Vec<usize> = groups[1..].iter().flatten().copied().collect();
+            // A sender whose switch took it into another game than a receiver's (it reconnects
+            // to its earlier target) meets that receiver again only as a new player: nothing is
+            // owed between the two games.
+            owed.retain(|(s, r, _)| groups[0].contains(s) == groups[0].contains(r));
+            for &m in &movers {
+                self.players[m].left_on_purpose = true;
+                self.send(m, "disconnect");
+            }
+            self.sleep(100);
+            for &m in &movers {
+                self.connect(m, target);
+            }
+            return Some(format!("separate games {groups:?}: merging"));
+        }
+        for (s, r, numbers) in owed.iter() {
             let got = self.received(*r, &self.players[*s].name);
             for &number in numbers {
                 match got.get(&number).copied().unwrap_or(0) {
@@ -779,21 +802,6 @@ impl Chaos {
                     )),
                 }
             }
-        }
-        if groups.len() > 1 {
-            // Separate games do not merge by themselves: move the smaller ones over.
-            groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
-            let target = *groups[0].iter().next().expect("a game has a player");
-            let movers: Vec<usize> = groups[1..].iter().flatten().copied().collect();
-            for &m in &movers {
-                self.players[m].left_on_purpose = true;
-                self.send(m, "disconnect");
-            }
-            self.sleep(100);
-            for &m in &movers {
-                self.connect(m, target);
-            }
-            return Some(format!("separate games {groups:?}: merging"));
         }
         self.groups = groups;
         None
