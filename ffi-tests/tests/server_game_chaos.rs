@@ -374,11 +374,19 @@ fn view_of(lines: &[String]) -> Result<View, String> {
         }
         if from_player {
             if let Some(late) = v.late_rename.remove(&p) {
-                if e.kind != "PLAYER_DISCONNECTED" {
-                    return Err(format!(
-                        "a rename came after a text sent under that name, and the player stayed: \
-                         {late}, then {at}"
-                    ));
+                match e.kind.as_str() {
+                    "PLAYER_DISCONNECTED" => {}
+                    // Several renames waiting together go out with the same disconnect (seed
+                    // 160: three renames and texts typed in one frame, then `disconnect`).
+                    "PLAYER_NAME" => {
+                        v.late_rename.insert(p, late);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "a rename came after a text sent under that name, and the player \
+                             stayed: {late}, then {at}"
+                        ))
+                    }
                 }
             }
         }
