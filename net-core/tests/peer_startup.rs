@@ -658,3 +658,119 @@ fn peers_started_within_one_and_a_half_seconds_connecting_along_a_tree_of_addres
         );
     }
 }
+
+/// Whether every in-game peer's table is its whole game: whoever it lists lists it back and
+/// lists the same others (no peer sits in two games at once).
+fn games_are_whole(net: &Network<PeerNode>) -> Result<(), String> {
+    let listed = |index: usize| -> Vec<u32> {
+        net.endpoint(index)
+            .and_then(|p| p.proto.session())
+            .map(|s| s.players().iter().map(|p| p.token).collect())
+            .unwrap_or_default()
+    };
+    let in_game: Vec<(usize, u32)> = net
+        .running()
+        .filter_map(|(i, p)| Some((i, p.token()?)))
+        .collect();
+    for &(a, a_token) in &in_game {
+        let mut a_game: Vec<u32> = listed(a);
+        a_game.push(a_token);
+        a_game.sort_unstable();
+        for &(b, b_token) in &in_game {
+            if a == b || !listed(a).contains(&b_token) {
+                continue;
+            }
+            let mut b_game: Vec<u32> = listed(b);
+            b_game.push(b_token);
+            b_game.sort_unstable();
+            if a_game != b_game {
+                return Err(format!(
+                    "peer {a} sees the game {a_game:x?}, but peer {b}, whom it lists, sees {b_game:x?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A slave waiting for its master's seat keeps asking its own `connect` address
+/// (`become_slave`). An answer from a game there that comes after the master seated it is that
+/// game's offer, not a reply of its own game to snoop: merged, it put the other game's players
+/// in the slave's table, and the slave sat in two games whose other players never met (ffi-tests
+/// `peer_chaos` seed 106: after 25 s one peer listed three players, the other two one each).
+#[test]
+fn an_offer_from_another_game_that_comes_after_the_seat_is_not_merged() {
+    let timings = PeerTimings {
+        connect_tries: 4,
+        connect_interval: Duration::from_millis(50),
+        reply_wait: Duration::from_millis(30),
+        ..PeerTimings::default()
+    };
+    let profile = LinkProfile {
+        latency: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let mut net: Network<PeerNode> = Network::new(5, 106, profile);
+    let peer = |index: usize| {
+        let mut node = PeerNode::new(index);
+        node.proto = PeerProtocol::new(timings);
+        node
+    };
+    // Peer 0 ends up alone in a game, in slot 2: peers 4 and 3 started it and left.
+    for (index, token, target) in [(4, 0x104, None), (3, 0x103, Some(4)), (0, 0x100, Some(4))] {
+        let mut node = peer(index);
+        match target {
+            Some(target) => node.connect_to(net.now(), token, target),
+            None => node.connect(net.now(), token),
+        }
+        net.start(index, node);
+        net.run_for(Duration::from_secs(1));
+    }
+    for index in [4, 3] {
+        let now = net.now();
+        let node = net.endpoint_mut(index).unwrap();
+        node.proto.disconnect(now, "left").expect("disconnects");
+        net.run_for(Duration::from_millis(500));
+        net.crash(index);
+    }
+    assert_eq!(net.endpoint(0).unwrap().slot(), Some(2));
+    // Peer 1 asks peer 0, whose answers take 400 ms to arrive; peer 2 (higher) asks peer 1,
+    // makes it its slave and seats it (slot 1; itself 0) when its own short connect loop ends,
+    // before peer 0's offer (slot 0 of its game) arrives. No slot is claimed twice, so nothing
+    // else would ever bring peers 0 and 2 together or apart.
+    net.set_profile(
+        0,
+        1,
+        LinkProfile {
+            latency: Duration::from_millis(400),
+            ..Default::default()
+        },
+    );
+    let mut slave = peer(1);
+    slave.connect_to(net.now(), 0x101, 0);
+    net.start(1, slave);
+    let mut master = peer(2);
+    master.connect_to(net.now(), 0x102, 1);
+    net.start(2, master);
+    net.run_for(Duration::from_secs(3));
+    let slave = net.endpoint(1).unwrap();
+    assert!(slave.slot().is_some(), "{}", slave.proto.describe());
+    let listed: Vec<u32> = slave
+        .proto
+        .session()
+        .unwrap()
+        .players()
+        .iter()
+        .map(|p| p.token)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![0x102],
+        "the slave sits in its master's game only"
+    );
+    // Long enough for peer 0 to give up on the newcomer that never confirmed its seat.
+    net.run_for(Duration::from_secs(10));
+    if let Err(split) = games_are_whole(&net) {
+        panic!("{split}");
+    }
+}

@@ -1756,6 +1756,21 @@ impl PeerProtocol {
             self.stats.packets_rejected += 1;
             return;
         };
+        // A reply that seats this peer, from someone not in its game, answers a request of its
+        // connect loop (its own `connect` address, asked while a master was seating it
+        // elsewhere): an offer of another game, which the sender drops when the seat is never
+        // confirmed. Merged, its players would sit in this peer's table though they and the
+        // rest of this game never meet.
+        let my_token = self.my_token();
+        let sender_seated = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.players().iter().any(|p| p.token == packet.header.token));
+        if !sender_seated && list.iter().any(|e| e.token == my_token) {
+            log::debug!("peer: an offer of a seat in another game came after this one; not taken");
+            self.stats.packets_ignored += 1;
+            return;
+        }
         self.stats.replies_snooped += 1;
         let list = list.clone();
         self.merge_player_list(now, Some((packet.header.token, from)), &list);
