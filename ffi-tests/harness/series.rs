@@ -104,6 +104,8 @@ pub struct Delivery {
     pub out_of_order: Vec<(u32, u32)>,
     /// Received but never accepted by the sender's library.
     pub never_sent: Vec<u32>,
+    /// The last number accepted while the receiver was seated in the sender's game.
+    pub last_owed: Option<u32>,
     /// How many of the sender's series events the receiver got (duplicates included).
     pub received: usize,
 }
@@ -175,6 +177,12 @@ pub fn compare(games: &[(&str, &str)]) -> Vec<Delivery> {
                 received: arrived.len(),
                 ..Delivery::default()
             };
+            delivery.last_owed = sent[s]
+                .queued
+                .iter()
+                .rev()
+                .find(|q| q.seated.iter().any(|n| n == receiver))
+                .map(|q| q.n);
             for queued in &sent[s].queued {
                 match counts.get(&queued.n) {
                     None if queued.seated.iter().any(|n| n == receiver) => {
@@ -210,6 +218,49 @@ pub fn stop_and_drain(
     read_timeout: std::time::Duration,
     drain_timeout: std::time::Duration,
 ) -> Option<std::time::Duration> {
+    stop_and_drain_until(games, read_timeout, drain_timeout, |d| {
+        d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty()
+    })
+}
+
+/// `stop_and_drain` for games whose checks excuse what was queued while a receiver was away
+/// (it had left to switch, or not come back yet): such numbers never arrive, so waiting for them
+/// would only wait out `drain_timeout`. The drain is over when every number owed to a receiver
+/// while it was seated has arrived, except for the receivers in `left`, which really left a game
+/// (the checks afterwards decide what they may miss: what was on its way to them when they
+/// left): from each sender whose game such a receiver is seated in at the end (its last number
+/// was owed to the receiver), that last number has arrived. The stream is ordered, so nothing
+/// owed before that number is still on its way; a sender whose game it left for good owes it
+/// nothing more.
+pub fn stop_and_drain_owed(
+    games: &mut [crate::live::LiveGame],
+    left: &[&str],
+    read_timeout: std::time::Duration,
+    drain_timeout: std::time::Duration,
+) -> Option<std::time::Duration> {
+    stop_and_drain_until(games, read_timeout, drain_timeout, |d| {
+        owed_arrived(d, left)
+    })
+}
+
+/// The drain rule of `stop_and_drain_owed` for one (sender, receiver) pair.
+pub fn owed_arrived(d: &Delivery, left: &[&str]) -> bool {
+    if left.contains(&d.receiver.as_str()) {
+        d.last_owed
+            .is_none_or(|n| n as usize + 1 != d.queued || !d.lost_while_seated.contains(&n))
+    } else {
+        d.lost_while_seated.is_empty()
+    }
+}
+
+/// Stop every game's series, then wait (at most `drain_timeout`) until `drained` holds for
+/// every (sender, receiver) pair.
+fn stop_and_drain_until(
+    games: &mut [crate::live::LiveGame],
+    read_timeout: std::time::Duration,
+    drain_timeout: std::time::Duration,
+    drained: impl Fn(&Delivery) -> bool,
+) -> Option<std::time::Duration> {
     for game in games.iter_mut() {
         game.send("@series off");
     }
@@ -223,13 +274,66 @@ pub fn stop_and_drain(
     }
     let drain_start = std::time::Instant::now();
     while drain_start.elapsed() < drain_timeout {
-        if compare_outputs(&outputs(games))
-            .iter()
-            .all(|d| d.lost_while_seated.is_empty() && d.lost_while_absent.is_empty())
-        {
+        if compare_outputs(&outputs(games)).iter().all(&drained) {
             return Some(drain_start.elapsed());
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SERIES` lines for numbers 0.. with the names seated at each, and the events of the
+    /// numbers `got` from `sender`.
+    fn game(seated: &[&str], sender: &str, got: &[u32]) -> String {
+        let mut out = String::new();
+        for (n, to) in seated.iter().enumerate() {
+            out += &format!("SERIES n={n} rc=0 slot=0 to=\"{to}\"\n");
+        }
+        for n in got {
+            let mut data: Vec<u8> = n.to_le_bytes().to_vec();
+            data.extend(sender.as_bytes());
+            let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+            out += &format!(
+                "EVENT type=CUSTOM player=1 object=0 class=0 target=0 flags=1 list=0 \
+                 custom={SERIES_TYPE} pos=0,0,0 dir=0,0,0 orient=0,0,0,0 data={hex} text=\"\"\n"
+            );
+        }
+        out
+    }
+
+    fn pair(seated: &[&str], got: &[u32]) -> Delivery {
+        let ann = game(seated, "", &[]);
+        let bob = game(&[], "ann", got);
+        compare(&[("ann", &ann), ("bob", &bob)])
+            .into_iter()
+            .find(|d| d.sender == "ann")
+            .expect("ann -> bob")
+    }
+
+    #[test]
+    fn the_owed_drain_waits_for_what_is_owed_and_not_for_what_never_comes() {
+        // bob away for 1 and 2 (not owed), seated again for 3: drained once 3 arrived.
+        let seated = ["bob", "", "", "bob"];
+        let d = pair(&seated, &[0, 3]);
+        assert_eq!(
+            (d.last_owed, d.lost_while_absent.clone()),
+            (Some(3), vec![1, 2])
+        );
+        assert!(owed_arrived(&d, &[]) && owed_arrived(&d, &["bob"]));
+        assert!(!owed_arrived(&pair(&seated, &[0]), &[]));
+        assert!(!owed_arrived(&pair(&seated, &[0]), &["bob"]));
+        // 1 was on its way when bob left and never came: excused only for a player that left.
+        let seated = ["bob", "bob", "", "bob"];
+        assert!(!owed_arrived(&pair(&seated, &[0, 3]), &[]));
+        assert!(owed_arrived(&pair(&seated, &[0, 3]), &["bob"]));
+        assert!(!owed_arrived(&pair(&seated, &[0]), &["bob"]));
+        // bob left ann's game for good: nothing more is owed to him.
+        let seated = ["bob", "bob", "", ""];
+        assert!(owed_arrived(&pair(&seated, &[0]), &["bob"]));
+        assert!(!owed_arrived(&pair(&seated, &[0]), &[]));
+    }
 }
