@@ -180,6 +180,10 @@ pub struct Network<E: Endpoint> {
     profiles: HashMap<(usize, usize), LinkProfile>,
     partitions: HashSet<(usize, usize)>,
     stats: NetworkStats,
+    /// Every endpoint was asked for its datagrams at `now` and nothing touched an endpoint
+    /// since, so asking again would find nothing (`step` then skips it: polling every endpoint
+    /// is most of a simulated step's work).
+    collected: bool,
 }
 
 impl<E: Endpoint> Network<E> {
@@ -197,6 +201,7 @@ impl<E: Endpoint> Network<E> {
             profiles: HashMap::new(),
             partitions: HashSet::new(),
             stats: NetworkStats::default(),
+            collected: false,
         }
     }
 
@@ -227,17 +232,20 @@ impl<E: Endpoint> Network<E> {
 
     /// Add a node (not started); returns its index.
     pub fn add_node(&mut self) -> usize {
+        self.collected = false;
         self.endpoints.push(None);
         self.endpoints.len() - 1
     }
 
     /// Put an endpoint on node `index` (starting it, or restarting it after a crash).
     pub fn start(&mut self, index: usize, endpoint: E) {
+        self.collected = false;
         self.endpoints[index] = Some(endpoint);
     }
 
     /// Remove the endpoint of node `index` without it sending anything (a crash). Returns it.
     pub fn crash(&mut self, index: usize) -> Option<E> {
+        self.collected = false;
         self.endpoints[index].take()
     }
 
@@ -250,6 +258,7 @@ impl<E: Endpoint> Network<E> {
     }
 
     pub fn endpoint_mut(&mut self, index: usize) -> Option<&mut E> {
+        self.collected = false;
         self.endpoints[index].as_mut()
     }
 
@@ -357,13 +366,31 @@ impl<E: Endpoint> Network<E> {
     /// Advance to the next event (not beyond `limit`) and process everything due then.
     /// Returns false when nothing is scheduled before `limit` (time is then moved to `limit`).
     pub fn step(&mut self, limit: Instant) -> bool {
-        self.collect_transmits();
-        let Some(at) = self.next_event().filter(|&t| t <= limit) else {
-            self.now = self.now.max(limit);
+        if !self.collected {
+            self.collect_transmits();
+        }
+        // Each endpoint's timeout, asked once: an endpoint no datagram reaches in this step
+        // still has it when the timeouts are run below.
+        let timeouts: Vec<Option<Instant>> = self
+            .endpoints
+            .iter()
+            .map(|e| e.as_ref().and_then(|e| e.poll_timeout()))
+            .collect();
+        let delivery = self.in_flight.peek().map(|Reverse(f)| f.deliver_at);
+        let next = match (delivery, timeouts.iter().flatten().min().copied()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(at) = next.filter(|&t| t <= limit) else {
+            if limit > self.now {
+                self.now = limit;
+                self.collected = false;
+            }
             return false;
         };
         self.now = self.now.max(at);
         let now = self.now;
+        let mut reached = vec![false; self.endpoints.len()];
         while self
             .in_flight
             .peek()
@@ -373,17 +400,25 @@ impl<E: Endpoint> Network<E> {
             match self.endpoints[flight.to].as_mut() {
                 Some(endpoint) => {
                     self.stats.delivered += 1;
+                    reached[flight.to] = true;
                     endpoint.handle_datagram(now, node(flight.from), &flight.data);
                 }
                 None => self.stats.to_dead_nodes += 1,
             }
         }
-        for endpoint in self.endpoints.iter_mut().flatten() {
-            if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+        for (i, endpoint) in self.endpoints.iter_mut().enumerate() {
+            let Some(endpoint) = endpoint else { continue };
+            let timeout = if reached[i] {
+                endpoint.poll_timeout()
+            } else {
+                timeouts[i]
+            };
+            if timeout.is_some_and(|t| t <= now) {
                 endpoint.handle_timeout(now);
             }
         }
         self.collect_transmits();
+        self.collected = true;
         true
     }
 
