@@ -3,7 +3,7 @@
 //! unjoining, leaving and switching protocol. The server's memory and file descriptors must not
 //! grow, and every series number owed must arrive exactly once and in order.
 //!
-//! In the default suite this is a short soak (16 clients, 40 s). `SOAK_CLIENTS` and
+//! In the default suite this is a short soak (16 clients, 30 s). `SOAK_CLIENTS` and
 //! `SOAK_SECONDS` select a longer one; `tools/soak.sh` runs 64 clients for 600 s. Needs no root.
 
 use parsec_net_ffi_tests::soak::{run, SoakConfig};

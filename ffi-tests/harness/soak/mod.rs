@@ -48,7 +48,7 @@ pub struct SoakConfig {
 }
 
 impl SoakConfig {
-    /// The default-suite run: 16 clients for 40 s, unless `SOAK_CLIENTS` / `SOAK_SECONDS` say
+    /// The default-suite run: 16 clients for 30 s, unless `SOAK_CLIENTS` / `SOAK_SECONDS` say
     /// otherwise; `SOAK_SEED` repeats a run's random choices.
     pub fn from_env() -> SoakConfig {
         let number = |name: &str, default: u64| -> u64 {
@@ -61,7 +61,7 @@ impl SoakConfig {
             }
         };
         let clients = number("SOAK_CLIENTS", 16).clamp(2, 200) as usize;
-        let seconds = number("SOAK_SECONDS", 40).max(20);
+        let seconds = number("SOAK_SECONDS", 30).max(20);
         let clock = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);
