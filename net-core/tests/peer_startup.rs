@@ -107,13 +107,44 @@ fn start_within_and_settle(
     net
 }
 
-#[test]
-fn peers_started_together_under_loss_all_reach_the_game_with_agreed_unique_slots() {
+/// The seeds of the startup runs under loss (`PEER_STARTUP_FIRST`, `PEER_STARTUP_RUNS`), in two
+/// halves that run as two tests (on two test threads at once: the sweep is the binary's
+/// longest test).
+fn under_loss_seeds(half: u64) -> std::ops::Range<u64> {
     let runs: u64 = env_number("PEER_STARTUP_RUNS").unwrap_or(10_000);
     let first: u64 = env_number("PEER_STARTUP_FIRST").unwrap_or(0);
+    let middle = first + runs / 2;
+    if half == 0 {
+        first..middle
+    } else {
+        middle..first + runs
+    }
+}
+
+#[test]
+fn peers_started_together_under_loss_all_reach_the_game_with_agreed_unique_slots() {
+    under_loss_runs(under_loss_seeds(0));
+}
+
+#[test]
+fn peers_started_together_under_loss_all_reach_the_game_with_agreed_unique_slots_2() {
+    under_loss_runs(under_loss_seeds(1));
+}
+
+#[test]
+fn the_startup_runs_under_loss_are_split_in_two_halves_covering_every_seed() {
+    let (a, b) = (under_loss_seeds(0), under_loss_seeds(1));
+    if std::env::var("PEER_STARTUP_RUNS").is_err() && std::env::var("PEER_STARTUP_FIRST").is_err() {
+        assert_eq!((a.clone(), b.clone()), (0..5_000, 5_000..10_000));
+    }
+    assert_eq!(a.end, b.start);
+}
+
+fn under_loss_runs(seeds: std::ops::Range<u64>) {
+    let runs = seeds.end - seeds.start;
     let window = PeerTimings::default().connect_interval - Duration::from_millis(1);
     let mut virtual_time = Duration::ZERO;
-    for seed in first..first + runs {
+    for seed in seeds {
         let mut rng = Rng::new(seed);
         let peers = 2 + rng.below(3) as usize;
         let loss = rng.unit() * 0.20;
