@@ -9,6 +9,7 @@
 //! process has a deadline and is killed when it passes it.
 
 pub mod backends;
+pub mod chaos;
 pub mod compile;
 pub mod demo;
 pub mod endpoint;

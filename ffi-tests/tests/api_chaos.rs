@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use parsec_net_ffi_tests::chaos;
 use parsec_net_ffi_tests::live::Running;
 use parsec_net_ffi_tests::peer::free_loopback_ports;
 use parsec_net_ffi_tests::process::{run, run_asan, Output};
@@ -49,29 +50,13 @@ const ASAN_SEED: u64 = 3;
 const PARTNER: u64 = 1_000_000;
 const DEFAULT_STEPS: u64 = 400;
 
-fn env_u64(name: &str) -> Option<u64> {
-    let text = std::env::var(name).ok()?;
-    Some(
-        text.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
-    )
-}
-
 fn steps() -> u64 {
-    env_u64("API_CHAOS_STEPS").unwrap_or(DEFAULT_STEPS)
+    chaos::steps("API_CHAOS", DEFAULT_STEPS)
 }
 
 /// The seeds to run: API_CHAOS_SEED alone, API_CHAOS_FIRST/RUNS, or `default`.
 fn seeds(default: &[u64]) -> Vec<u64> {
-    if let Some(seed) = env_u64("API_CHAOS_SEED") {
-        return vec![seed];
-    }
-    if let Some(runs) = env_u64("API_CHAOS_RUNS") {
-        let first = env_u64("API_CHAOS_FIRST").unwrap_or(1000);
-        return (first..first + runs).collect();
-    }
-    default.to_vec()
+    chaos::seeds("API_CHAOS", default)
 }
 
 fn start_server(kind: &str) -> Server {

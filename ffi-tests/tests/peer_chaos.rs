@@ -44,6 +44,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use parsec_net_ffi_tests::chaos::{self, env_u64, Rng};
 use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::peer::{fields, free_loopback_ports, parse};
 use parsec_net_ffi_tests::Build;
@@ -57,47 +58,12 @@ const TIMEOUT_S: u64 = 2;
 /// slot, a long-stopped player is dropped and comes back).
 const SETTLE_DEADLINE: Duration = Duration::from_secs(25);
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    let text = std::env::var(name).ok()?;
-    Some(
-        text.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
-    )
-}
-
 fn steps() -> u64 {
-    env_u64("PEER_CHAOS_STEPS").unwrap_or(DEFAULT_STEPS)
+    chaos::steps("PEER_CHAOS", DEFAULT_STEPS)
 }
 
 fn seeds(default: &[u64]) -> Vec<u64> {
-    if let Some(seed) = env_u64("PEER_CHAOS_SEED") {
-        return vec![seed];
-    }
-    if let Some(runs) = env_u64("PEER_CHAOS_RUNS") {
-        let first = env_u64("PEER_CHAOS_FIRST").unwrap_or(1000);
-        return (first..first + runs).collect();
-    }
-    default.to_vec()
+    chaos::seeds("PEER_CHAOS", default)
 }
 
 /// One game process (one incarnation of a player).
@@ -331,13 +297,13 @@ impl Chaos {
 
     fn step(&mut self) {
         let n = self.players.len();
-        let i = self.rng.below(n);
-        let roll = self.rng.below(100);
+        let i = self.rng.index(n);
+        let roll = self.rng.index(100);
         let stopped = self.players[i].stopped_until.is_some();
         match roll {
             0..=27 => {
                 if !stopped {
-                    let k = 1 + self.rng.below(20);
+                    let k = 1 + self.rng.index(20);
                     self.send(i, &format!("@burst {k}"));
                     self.send(i, &format!("@unreliable {k}"));
                 }
@@ -388,9 +354,9 @@ impl Chaos {
                     }
                     let earlier: Vec<usize> = (0..j).collect();
                     let to = if earlier.is_empty() || self.rng.chance(20) {
-                        (j + 1 + self.rng.below(n - 1)) % n
+                        (j + 1 + self.rng.index(n - 1)) % n
                     } else {
-                        earlier[self.rng.below(earlier.len())]
+                        earlier[self.rng.index(earlier.len())]
                     };
                     self.connect(j, to);
                 }
@@ -401,10 +367,10 @@ impl Chaos {
                 self.note(format!("kill -9 {old_name}"));
                 self.players[i].game.process.kill();
                 let others: Vec<usize> = (0..n).filter(|&j| j != i).collect();
-                let to = others[self.rng.below(others.len())];
+                let to = others[self.rng.index(others.len())];
                 let peer = self.players[to].port;
                 let incarnation = self.players[i].incarnation + 1;
-                let pause = self.rng.below(200) as u64;
+                let pause = self.rng.index(200) as u64;
                 self.sleep(pause);
                 let new = self.spawn(i, incarnation, peer);
                 let old = std::mem::replace(&mut self.players[i], new);
@@ -419,9 +385,9 @@ impl Chaos {
                 if !stopped {
                     let long = self.rng.chance(35);
                     let ms = if long {
-                        TIMEOUT_S * 1000 + 300 + self.rng.below(1200) as u64
+                        TIMEOUT_S * 1000 + 300 + self.rng.index(1200) as u64
                     } else {
-                        50 + self.rng.below(800) as u64
+                        50 + self.rng.index(800) as u64
                     };
                     if long || ms > TIMEOUT_S * 1000 / 2 {
                         self.players[i].disturbed_rx = true;
@@ -446,11 +412,11 @@ impl Chaos {
             }
             _ => {}
         }
-        let pause = match self.rng.below(4) {
+        let pause = match self.rng.index(4) {
             0 => 0,
-            1 => self.rng.below(50),
-            2 => self.rng.below(300),
-            _ => 300 + self.rng.below(700),
+            1 => self.rng.index(50),
+            2 => self.rng.index(300),
+            _ => 300 + self.rng.index(700),
         } as u64;
         self.sleep(pause);
     }
@@ -810,7 +776,7 @@ impl Chaos {
     /// A fifth player that connects to a game of four gets an error event saying the game is
     /// full, and is never seated (by anyone).
     fn fifth_is_refused(&mut self) {
-        let to = self.rng.below(4);
+        let to = self.rng.index(4);
         let peer = self.players[to].port;
         let mut fifth = self.spawn(4, 0, peer);
         self.note(format!(
@@ -880,7 +846,7 @@ impl Chaos {
 
 fn run_seed(program: &Path, seed: u64, asan: bool) {
     let mut rng = Rng(seed);
-    let count = 2 + rng.below(3);
+    let count = 2 + rng.index(3);
     let nobody_port = free_loopback_ports(1)[0];
     let mut chaos = Chaos {
         seed,
@@ -900,13 +866,13 @@ fn run_seed(program: &Path, seed: u64, asan: bool) {
         let peer = if i == 0 {
             chaos.nobody_port
         } else {
-            let to = chaos.rng.below(i);
+            let to = chaos.rng.index(i);
             chaos.players[to].port
         };
         let player = chaos.spawn(i, 0, peer);
         chaos.note(format!("started {} on port {}", player.name, player.port));
         chaos.players.push(player);
-        let pause = chaos.rng.below(400) as u64;
+        let pause = chaos.rng.index(400) as u64;
         chaos.sleep(pause);
     }
     chaos.settle();

@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use parsec_net_ffi_tests::chaos::{self, Rng};
 use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::peer::{fields, parse, Event};
 use parsec_net_ffi_tests::server::Server;
@@ -52,47 +53,12 @@ const QUIT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Far ships fly this far from the origin (the gameserver's default distance is 10,000).
 const FAR: &str = "1000000,0,0";
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    let text = std::env::var(name).ok()?;
-    Some(
-        text.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
-    )
-}
-
 fn seeds() -> Vec<u64> {
-    if let Some(seed) = env_u64("SERVER_GAME_CHAOS_SEED") {
-        return vec![seed];
-    }
-    if let Some(runs) = env_u64("SERVER_GAME_CHAOS_RUNS") {
-        let first = env_u64("SERVER_GAME_CHAOS_FIRST").unwrap_or(1000);
-        return (first..first + runs).collect();
-    }
-    SUITE_SEEDS.to_vec()
+    chaos::seeds("SERVER_GAME_CHAOS", SUITE_SEEDS)
 }
 
 fn steps() -> u64 {
-    env_u64("SERVER_GAME_CHAOS_STEPS").unwrap_or(DEFAULT_STEPS)
+    chaos::steps("SERVER_GAME_CHAOS", DEFAULT_STEPS)
 }
 
 const KINDS: [&str; 2] = ["slotserver", "gameserver"];
