@@ -851,15 +851,8 @@ impl SlotWorld<'_> {
             ("renames", counts.renames),
             ("renames_refused", counts.renames_refused),
         ];
-        for (name, want) in checks {
-            let got = counter(&stopped, name);
-            if got != want {
-                trace.fail(format!(
-                    "the server counted {name}={got}, the model {want}: {stopped}"
-                ));
-            }
-        }
-        let joined = log.lines().filter(|l| l.contains("' joined from ")).count() as u64;
+        check_counters(&trace, "server", &stopped, &checks);
+        let joined = log_lines(&log, "' joined from ");
         if joined != counts.joins {
             trace.fail(format!(
                 "the log has {joined} 'joined' lines, the model {} joins",
@@ -867,14 +860,8 @@ impl SlotWorld<'_> {
             ));
         }
         // Refusals are logged at most 5 per address in 10 s: each logged one was a refusal.
-        let full = log
-            .lines()
-            .filter(|l| l.contains("refused: server full"))
-            .count() as u64;
-        let taken = log
-            .lines()
-            .filter(|l| l.contains("refused: name already taken"))
-            .count() as u64;
+        let full = log_lines(&log, "refused: server full");
+        let taken = log_lines(&log, "refused: name already taken");
         if full > counts.full || taken > counts.taken || (counts.full > 0 && full == 0) {
             trace.fail(format!(
                 "the log has {full} 'server full' and {taken} 'name already taken' refusals, the \
@@ -883,6 +870,23 @@ impl SlotWorld<'_> {
             ));
         }
     }
+}
+
+/// Each counter in the stopped server's summary against the model's count.
+fn check_counters(trace: &Trace, server: &str, stopped: &str, checks: &[(&str, u64)]) {
+    for &(name, want) in checks {
+        let got = counter(stopped, name);
+        if got != want {
+            trace.fail(format!(
+                "the {server} counted {name}={got}, the model {want}: {stopped}"
+            ));
+        }
+    }
+}
+
+/// How many lines of `log` contain `text`.
+fn log_lines(log: &str, text: &str) -> u64 {
+    log.lines().filter(|l| l.contains(text)).count() as u64
 }
 
 /// The token in an extended accept line the model wrote with `?`.
@@ -1407,22 +1411,9 @@ impl MasterWorld<'_> {
             ("player_updates", counts.player_updates),
             ("list_requests", counts.list_requests),
         ];
-        for (name, want) in checks {
-            let got = counter(&stopped, name);
-            if got != want {
-                trace.fail(format!(
-                    "the masterserver counted {name}={got}, the model {want}: {stopped}"
-                ));
-            }
-        }
-        let listed = log
-            .lines()
-            .filter(|l| l.contains(" INFO  listed '"))
-            .count() as u64;
-        let full = log
-            .lines()
-            .filter(|l| l.contains("refused: masterserver full"))
-            .count() as u64;
+        check_counters(&trace, "masterserver", &stopped, &checks);
+        let listed = log_lines(&log, " INFO  listed '");
+        let full = log_lines(&log, "refused: masterserver full");
         if listed != counts.joins || full > counts.full || (counts.full > 0 && full == 0) {
             trace.fail(format!(
                 "the log has {listed} 'listed' and {full} 'masterserver full' lines, the model \
