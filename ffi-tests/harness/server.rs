@@ -72,6 +72,25 @@ pub struct Server {
 }
 
 impl Server {
+    /// Start a `slotserver` or `gameserver` named `name` on 127.0.0.1 with ports picked by the
+    /// system (TCP, and a gameserver's UDP), no HTTP endpoint, and `extra` options.
+    pub fn start_on_loopback(kind: &str, name: &str, extra: &[&str]) -> Server {
+        let mut args = vec![
+            "--port",
+            "0",
+            "--no-http",
+            "--bind",
+            "127.0.0.1",
+            "--name",
+            name,
+        ];
+        if kind == "gameserver" {
+            args.extend(["--udp-port", "0"]);
+        }
+        args.extend(extra);
+        Server::start(kind, &args)
+    }
+
     /// Start `parsecnet KIND ARGS` and wait for its "KIND 'NAME' listening on TCP A:P[, UDP
     /// A:P]..." line.
     pub fn start(kind: &str, args: &[&str]) -> Server {

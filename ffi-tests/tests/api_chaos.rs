@@ -60,19 +60,7 @@ fn seeds(default: &[u64]) -> Vec<u64> {
 }
 
 fn start_server(kind: &str) -> Server {
-    let mut args = vec![
-        "--port",
-        "0",
-        "--no-http",
-        "--bind",
-        "127.0.0.1",
-        "--name",
-        kind,
-    ];
-    if kind == "gameserver" {
-        args.extend(["--udp-port", "0"]);
-    }
-    Server::start(kind, &args)
+    Server::start_on_loopback(kind, kind, &[])
 }
 
 /// The servers and the well-behaved games the chaos games meet.

@@ -57,19 +57,7 @@ const SERIES_MS: &str = "25";
 const NET_ERR_NOT_CONNECTED: i32 = -12;
 
 fn start_server(kind: &str) -> Server {
-    let mut args = vec![
-        "--port",
-        "0",
-        "--no-http",
-        "--bind",
-        "127.0.0.1",
-        "--name",
-        kind,
-    ];
-    if kind == "gameserver" {
-        args.extend(["--udp-port", "0"]);
-    }
-    Server::start(kind, &args)
+    Server::start_on_loopback(kind, kind, &[])
 }
 
 /// A peer-to-peer game on 127.0.0.1:`port` connecting to 127.0.0.1:`peer`.

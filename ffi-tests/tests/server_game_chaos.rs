@@ -775,21 +775,7 @@ fn run_seed(program: &Path, seed: u64) {
         .iter()
         .zip(&json)
         .map(|(kind, path)| {
-            let mut args = vec![
-                "--port",
-                "0",
-                "--no-http",
-                "--bind",
-                "127.0.0.1",
-                "--name",
-                kind,
-                "--json",
-                path.to_str().unwrap(),
-            ];
-            if *kind == "gameserver" {
-                args.extend(["--udp-port", "0"]);
-            }
-            Server::start(kind, &args)
+            Server::start_on_loopback(kind, kind, &["--json", path.to_str().unwrap()])
         })
         .collect();
     let mut chaos = Chaos {

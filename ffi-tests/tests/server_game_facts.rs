@@ -35,20 +35,7 @@ const ALIVE_TIMEOUT_S: u64 = 2;
 const DISTANCE: &str = "1000";
 
 fn start(kind: &str, extra: &[&str]) -> Server {
-    let mut args = vec![
-        "--port",
-        "0",
-        "--no-http",
-        "--bind",
-        "127.0.0.1",
-        "--name",
-        "facts",
-    ];
-    if kind == "gameserver" {
-        args.extend(["--udp-port", "0"]);
-    }
-    args.extend(extra);
-    Server::start(kind, &args)
+    Server::start_on_loopback(kind, "facts", extra)
 }
 
 fn client(program: &Path, name: &str, kind: &str, server: &Server, extra: &[String]) -> Command {
