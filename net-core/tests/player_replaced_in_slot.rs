@@ -8,13 +8,15 @@
 //! the player's state and joined flag: the live lookups then showed what no event or recorded
 //! state said, so a demo played back showed something else (SPEC section 8).
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Instant;
 
-use net_core::rmev::{PlayerName, RemoteEvent, ShipState};
-use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
+use net_core::rmev::{RemoteEvent, ShipState};
+use net_core::session::{GameEvent, Session};
 use net_core::wire::decode_packet;
 use net_core::Node;
+use support::sessions::{mesh_session, name};
 
 fn node(last: u8) -> Node {
     let mut n = Node::default();
@@ -22,22 +24,8 @@ fn node(last: u8) -> Node {
     n
 }
 
-fn name(text: &str) -> PlayerName {
-    PlayerName::new(text.as_bytes()).expect("short name")
-}
-
 fn session(slot: u8, token: u32, who: &str, now: Instant) -> Session {
-    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-    Session::new_mesh(
-        SessionConfig::default(),
-        node_eq,
-        LocalPlayer {
-            slot,
-            token,
-            name: name(who),
-        },
-        now,
-    )
+    mesh_session(slot, token, who, now)
 }
 
 fn events(session: &mut Session) -> Vec<GameEvent> {

@@ -8,13 +8,12 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use net_core::session::{LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
+use net_core::session::{Rejection, Session};
 use net_core::wire::decode_packet;
 use net_core::Node;
-use support::sessions::{name, numbered, numbers};
+use support::sessions::{mesh_session, name, numbered, numbers};
 
 fn node(last: u8) -> Node {
     let mut n = Node::default();
@@ -23,17 +22,7 @@ fn node(last: u8) -> Node {
 }
 
 fn session(slot: u8, token: u32, now: Instant) -> Session {
-    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
-    Session::new_mesh(
-        SessionConfig::default(),
-        node_eq,
-        LocalPlayer {
-            slot,
-            token,
-            name: name("p"),
-        },
-        now,
-    )
+    mesh_session(slot, token, "p", now)
 }
 
 /// Every datagram `from` has for `to` now, as bytes.

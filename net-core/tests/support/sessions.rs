@@ -1,5 +1,6 @@
 //! Pieces of the sans-IO session tests: star sessions' view of the gameserver (its address,
-//! token and the node a session sees an address as) and a client's star session, player names, and numbered reliable custom
+//! token and the node a session sees an address as), a client's star session and a peer's mesh
+//! session, player names, and numbered reliable custom
 //! events (type 7) read back in the order a session gave them.
 #![allow(dead_code)]
 
@@ -76,6 +77,18 @@ pub fn star_session(slot: u8, token: u32, player: &str, now: Instant) -> Session
         SERVER_TOKEN,
         now,
     )
+}
+
+/// A peer's mesh session in `slot` with `token`, named `player`, with default settings (nodes
+/// compared as bytes).
+pub fn mesh_session(slot: u8, token: u32, player: &str, now: Instant) -> Session {
+    let node_eq: NodeEq = Arc::new(|a: &Node, b: &Node| a == b);
+    let me = LocalPlayer {
+        slot,
+        token,
+        name: name(player),
+    };
+    Session::new_mesh(SessionConfig::default(), node_eq, me, now)
 }
 
 /// The next datagram `session` has to send now, for a simulated node (`sim::Endpoint`), written
