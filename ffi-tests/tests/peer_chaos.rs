@@ -442,7 +442,7 @@ impl Chaos {
     }
 
     /// Series numbers (rc 0) that `s` queued from its phase start on.
-    fn queued(&self, s: usize) -> Vec<u32> {
+    fn queued(&self, s: usize) -> Vec<(u32, String)> {
         let p = &self.players[s];
         p.game
             .process
@@ -451,8 +451,25 @@ impl Chaos {
             .filter_map(|l| l.strip_prefix("SERIES "))
             .filter_map(|rest| {
                 let f = fields(rest);
-                (get(&f, "rc") == "0").then(|| get(&f, "n").parse().ok())?
+                let n = get(&f, "n").parse().ok()?;
+                (get(&f, "rc") == "0").then(|| (n, get(&f, "to").to_string()))
             })
+            .collect()
+    }
+
+    /// The numbers of `queued` whose sender saw receiver `r` seated when it queued them (its
+    /// `to` list names `r` by its name then): a receiver seated later (in the sender's new game
+    /// after a switch, say) was never sent the earlier ones.
+    fn queued_for(&self, queued: &[(u32, String)], r: usize) -> Vec<u32> {
+        let identity = &self.players[r].name;
+        let renamed = format!("{identity}r");
+        queued
+            .iter()
+            .filter(|(_, to)| {
+                to.split(',')
+                    .any(|n| n == identity.as_str() || n.starts_with(&renamed))
+            })
+            .map(|(n, _)| *n)
             .collect()
     }
 
@@ -609,11 +626,11 @@ impl Chaos {
                 if self.players[s].disturbed_tx || not_switch {
                     continue;
                 }
-                let numbers = self.queued(s);
+                let queued = self.queued(s);
                 for &r in &group {
                     let (any, _) = self.own_lifecycle_since_phase(r);
                     if r != s && !self.players[r].disturbed_rx && !any {
-                        owed.push((s, r, numbers.clone()));
+                        owed.push((s, r, self.queued_for(&queued, r)));
                     }
                 }
             }
