@@ -439,7 +439,7 @@ impl Subsystem {
                 changed = true;
             }
         }
-        changed |= self.drive_stream(now);
+        changed |= self.drive_stream(now, &options);
         if changed {
             self.send_frame(now, &options);
         }
@@ -519,7 +519,13 @@ impl Subsystem {
     /// Carry out the protocol's TCP commands and feed it what the connection did, twice, so what
     /// the protocol answers goes out in the same frame. Returns whether there was anything to
     /// carry out or feed.
-    fn drive_stream(&mut self, now: Instant) -> bool {
+    ///
+    /// Before the server's lines, the datagrams that came before them: a server sends what it
+    /// relays (and a player its last packet) before the line that says the player left, so a
+    /// datagram that arrived after this frame's receive but before the line is read now, and
+    /// the player's last events still come before its PLAYER_DISCONNECTED (and are looked up
+    /// with its name). One more receive, only in a frame that got lines.
+    pub(super) fn drive_stream(&mut self, now: Instant, options: &str) -> bool {
         let mut busy = false;
         for _ in 0..2 {
             let Some(protocol) = self.protocol.as_mut() else {
@@ -554,6 +560,12 @@ impl Subsystem {
                 busy = true;
             }
             busy |= !happened.is_empty();
+            if happened.iter().any(|e| matches!(e, StreamEvent::Line(_))) {
+                self.receive_with(now, options);
+            }
+            let Some(protocol) = self.protocol.as_mut() else {
+                return busy;
+            };
             for event in happened {
                 protocol.handle_stream(now, event);
             }
@@ -573,7 +585,7 @@ impl Subsystem {
     }
 
     /// Move the protocol's events (and, while recording, the state updates) to the game.
-    fn take_protocol_output(&mut self, now: Instant) {
+    pub(super) fn take_protocol_output(&mut self, now: Instant) {
         let Some(protocol) = self.protocol.as_mut() else {
             return;
         };

@@ -11,6 +11,8 @@ mod driver;
 pub mod server_list;
 pub mod settings;
 mod stream;
+#[cfg(test)]
+mod stream_order_tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
