@@ -591,6 +591,35 @@ impl Link {
         meta: PacketMeta,
         state: Option<&ShipState>,
     ) -> Result<usize, EncodeError> {
+        self.write_packet_resending(now, buf, meta, state, false)
+    }
+
+    /// A copy of what this link still owes, for a player that is leaving (see
+    /// `Session::farewell_copies`): a packet as [`write_packet`](Self::write_packet) writes,
+    /// with every unacknowledged reliable event sent again whatever its retransmission time.
+    /// None when nothing is unacknowledged or queued.
+    pub fn write_farewell(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        meta: PacketMeta,
+        state: Option<&ShipState>,
+    ) -> Result<Option<usize>, EncodeError> {
+        if self.earliest_unacked_sent.is_none() && self.queued.is_empty() {
+            return Ok(None);
+        }
+        self.write_packet_resending(now, buf, meta, state, true)
+            .map(Some)
+    }
+
+    fn write_packet_resending(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        meta: PacketMeta,
+        state: Option<&ShipState>,
+        resend_all: bool,
+    ) -> Result<usize, EncodeError> {
         let sequence = self.next_sequence;
         let PacketMeta {
             kind,
@@ -614,13 +643,17 @@ impl Link {
         let mut writer = PacketWriter::new(buf, &header, state)?;
         let mut carried = std::mem::take(&mut self.carried_scratch);
         carried.clear();
-        let rto = self.rto();
+        let rto = if resend_all {
+            Duration::ZERO
+        } else {
+            self.rto()
+        };
         // The number this packet gets if it carries reliable events.
         let packet_number = self.reliable_packets + 1;
         // Retransmissions first: they are older than anything new, and never wait for the
         // packet window (they are what opens it). (The window is walked only when the earliest
         // event sent is due.)
-        if self.retransmission_due(now) {
+        if resend_all || self.retransmission_due(now) {
             for flight in self
                 .in_flight
                 .iter_mut()

@@ -63,6 +63,10 @@ pub fn may_rebind(
         && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
 }
 
+/// How many copies of what its links still owe a leaving player sends after its last packet
+/// (`Session::farewell_copies`).
+pub const FAREWELL_COPIES: usize = 2;
+
 /// How far past the sequences of its earlier links a new link starts (more than the
 /// acknowledgement window of 32 packets, see `LinkNumbering`).
 const LINK_SEQUENCE_GAP: u32 = 64;
@@ -1597,6 +1601,55 @@ impl Session {
             }
         }
         None
+    }
+
+    /// For a player that is leaving (`disconnect`, after the frame's last packets went out):
+    /// [`FAREWELL_COPIES`] more packets to every remote whose link still owes reliable events,
+    /// each carrying all of them again, handed to `send`. Nothing is retransmitted once the
+    /// player has left, so one lost last packet used to cost its events (a "bye" said right
+    /// before leaving); now only the loss of every copy does. The others deliver each event
+    /// once (reliable events are deduplicated by id).
+    pub fn farewell_copies(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        send: &mut dyn FnMut(Node, &[u8]),
+    ) {
+        let joined = self.joined;
+        let state = self.local_state;
+        let max = self.config.max_payload.min(buf.len());
+        let meta = PacketMeta {
+            relay: false,
+            kind: if joined {
+                PacketType::GameState
+            } else {
+                PacketType::NodeAlive
+            },
+            sender_slot: Some(self.my_slot),
+            joined,
+            token: self.my_token,
+        };
+        for remote in self.remotes.iter_mut() {
+            for _ in 0..FAREWELL_COPIES {
+                match remote.link.write_farewell(
+                    now,
+                    &mut buf[..max],
+                    meta,
+                    joined.then_some(&state),
+                ) {
+                    Ok(Some(len)) => {
+                        self.stats.packets_sent += 1;
+                        send(remote.node, &buf[..len]);
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        self.stats.encode_errors += 1;
+                        log::error!("could not encode a farewell packet: {err}");
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     /// Queue a resume hello on every remote that owes one (rare: checked first by the caller,

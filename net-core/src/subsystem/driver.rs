@@ -190,10 +190,32 @@ impl Subsystem {
             }
             let options = self.current_options();
             self.send_frame(now, &options);
+            self.send_farewell_copies(now, &options);
         }
         self.protocol_mut("disconnect")?.disconnect(now, reason)?;
         self.take_protocol_output(now);
         Ok(())
+    }
+
+    /// After the last packets of a player that leaves: copies of what its links still owe
+    /// (`Session::farewell_copies`), so one lost datagram does not cost its last events.
+    fn send_farewell_copies(&mut self, now: Instant, options: &str) {
+        let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) else {
+            return;
+        };
+        let packets = &mut self.packets;
+        let max = packets
+            .backend()
+            .map_or(0, |b| b.max_payload())
+            .min(self.transmit_buf.len());
+        session.farewell_copies(now, &mut self.transmit_buf[..max], &mut |to, bytes| {
+            if let Err(err) = packets.send(&to, bytes, options) {
+                log::debug!("disconnect: farewell copy: {err}");
+            }
+        });
+        if let Err(err) = packets.flush(options) {
+            log::debug!("disconnect: flush: {err}");
+        }
     }
 
     /// Leave the game for a backend switch (which connects again). A reconnect still under way

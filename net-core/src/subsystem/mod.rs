@@ -8,11 +8,11 @@
 //! calls (`connect`, ..., `maintain`), and the console (`console_exec`).
 
 mod driver;
+#[cfg(test)]
+mod leaving_tests;
 pub mod server_list;
 pub mod settings;
 mod stream;
-#[cfg(test)]
-mod stream_order_tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
