@@ -19,6 +19,7 @@ pub mod live;
 pub mod netns;
 pub mod paths;
 pub mod peer;
+pub mod peer_chaos;
 pub mod process;
 pub mod series;
 pub mod server;
