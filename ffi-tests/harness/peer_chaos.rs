@@ -444,6 +444,20 @@ impl Chaos<'_> {
         }
     }
 
+    /// Whether game `i` (whose lifecycle is `life`) ended its last connect (an error, or a
+    /// disconnect that does not reconnect) and will not connect unless told.
+    fn idle(&self, i: usize, life: &Life) -> bool {
+        match (&life.last, self.players[i].last_connect_line) {
+            (None, _) => false,
+            (Some((at, kind, text)), connect) => {
+                let after_connect = connect.is_none_or(|c| *at >= c);
+                after_connect
+                    && (kind == "ERROR"
+                        || (kind == "DISCONNECTED" && !text.contains("reconnecting")))
+            }
+        }
+    }
+
     /// `net.api API`: a switch (the others owe it nothing queued meanwhile; what it queued
     /// before is still owed: resumption).
     fn switch(&mut self, i: usize, api: &str) {
@@ -794,7 +808,14 @@ impl Chaos<'_> {
         let home = self.net.home_api().to_string();
         for i in 0..n {
             if self.players[i].api != home {
+                // A switch typed in a game that is out of a game only reopens the socket: it
+                // stays idle, to be connected below.
+                let idle = self.idle(i, &life(&self.players[i].game.process.lines_from(0)));
+                let connect_line = self.players[i].last_connect_line;
                 self.switch(i, &home);
+                if idle {
+                    self.players[i].last_connect_line = connect_line;
+                }
             }
         }
         let settle_start = Instant::now();
@@ -811,17 +832,7 @@ impl Chaos<'_> {
                 if lives[i].connected {
                     continue;
                 }
-                let since_connect = self.players[i].last_connect_line;
-                let last = lives[i].last.clone();
-                let idle = match (&last, since_connect) {
-                    (None, _) => false,
-                    (Some((at, kind, text)), connect) => {
-                        let after_connect = connect.is_none_or(|c| *at >= c);
-                        after_connect
-                            && (kind == "ERROR"
-                                || (kind == "DISCONNECTED" && !text.contains("reconnecting")))
-                    }
-                };
+                let idle = self.idle(i, &lives[i]);
                 // Out of a game for long (a `net.api` typed after a refusal only reopens the
                 // socket; a reconnect that went nowhere): connect it.
                 let waited_long = connect_sent
