@@ -207,6 +207,61 @@ fn a_fifth_peer_is_refused_with_a_message() {
 }
 
 #[test]
+fn a_game_full_refusal_after_a_short_connect_loop_says_the_newcomer_reconnects() {
+    // Four players; the highest node (rank 0, the one the others let answer first) crashes.
+    // The others defer a newcomer's requests to it until it has been silent for the deference
+    // window (1.34 s), longer than this newcomer's connect loop (4 x 50 ms, as a game that sets
+    // short `net.peer.*` timings has): its loop ends unanswered, it starts a game of its own,
+    // and the game-full refusal arrives there. The library then leaves that game and connects
+    // again by itself; the DISCONNECTED must say so ("; reconnecting"), as every disconnect the
+    // library follows with a connect of its own does, or the game takes it for the end.
+    let mut net = startup_run(77, 4, Duration::from_millis(300), 0.0);
+    assert!(everyone_agrees(&net, 4));
+    net.crash(3);
+    let newcomer = net.add_node();
+    let mut node = PeerNode::new(newcomer);
+    node.proto = PeerProtocol::new(PeerTimings {
+        connect_tries: 4,
+        connect_interval: Duration::from_millis(50),
+        ..PeerTimings::default()
+    });
+    node.connect(net.now(), 0x5555);
+    net.start(newcomer, node);
+    net.run_for(Duration::from_secs(10));
+    let peer = net.endpoint(newcomer).unwrap();
+    let refused_in_game = peer
+        .events
+        .iter()
+        .any(|e| matches!(e, GameEvent::Disconnected { reason } if reason.contains("game full")));
+    assert!(
+        refused_in_game,
+        "the refusal came after the connect loop (the scenario): {:?}",
+        peer.events
+    );
+    for event in &peer.events {
+        if let GameEvent::Disconnected { reason } = event {
+            assert!(
+                reason.ends_with("; reconnecting"),
+                "a disconnect the library follows with a connect of its own: {reason:?} in {:?}",
+                peer.events
+            );
+        }
+    }
+    // It ends refused (the crashed player still holds its seat for the 20 s timeout), and the
+    // three keep their game without it.
+    assert!(peer.slot().is_none(), "{:?}", peer.events);
+    assert!(
+        matches!(peer.events.last(), Some(GameEvent::Error { text }) if text.contains("game full")),
+        "{:?}",
+        peer.events
+    );
+    for i in 0..3 {
+        let session = net.endpoint(i).unwrap().proto.session().unwrap();
+        assert!(session.players().iter().all(|p| p.token != 0x5555));
+    }
+}
+
+#[test]
 fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_survivors() {
     // Three peers start together; the highest node becomes temporary master and dies while the
     // other two wait in the slot-request loop.

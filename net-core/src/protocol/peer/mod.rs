@@ -1515,7 +1515,14 @@ impl PeerProtocol {
                         self.stats.dropped_notices_ignored += 1;
                         return;
                     }
-                    let text = Self::refusal_text(events);
+                    // A notice says the player reconnects; a game-full refusal of this
+                    // player's own connect request, arriving after a short connect loop ended
+                    // unanswered and it started a game of its own, does not: the game must
+                    // still be told that the library connects again by itself.
+                    let mut text = Self::refusal_text(events);
+                    if !text.ends_with("reconnecting") {
+                        text.push_str("; reconnecting");
+                    }
                     // The answer to a probe: connect to the player that answered, into its game
                     // (a broadcast could be answered first by a player of the game being left,
                     // which is about to leave it too); should it not answer, to the other
