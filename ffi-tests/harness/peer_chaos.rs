@@ -26,6 +26,12 @@
 //!   is not delivered to it). A stop shorter than half the timeout disturbs nobody: the link
 //!   lives on and retransmits.
 //!
+//! After each step, from a second random stream of the seed (the main script of a seed is the
+//! one it had before), a game now and then gets a worse network (`net.sim`: loss, duplicates,
+//! reordering, lag and jitter on both its paths) or its plain one back. That disturbs nobody:
+//! everything above is still owed. The settle clears impairments whose delays reach the test's
+//! connect timing, and about half the others.
+//!
 //! Checked over every game's whole output:
 //! - per receiver and sender incarnation, the series numbers arrive strictly increasing (in
 //!   order, no duplicates);
@@ -61,6 +67,8 @@ const TIMEOUT_S: u64 = 2;
 /// How long a settle may take (a killed player's seat lasts the timeout, a slave waits for its
 /// slot, a long-stopped player is dropped and comes back).
 const SETTLE_DEADLINE: Duration = Duration::from_secs(25);
+/// The same while a game keeps an impaired network (`net.sim`) through the settle.
+const SETTLE_DEADLINE_IMPAIRED: Duration = Duration::from_secs(40);
 
 /// Where the games run and how they find each other: on loopback UDP by address
 /// ([`Loopback`]), or each in its own namespace of a private LAN, by broadcast ([`IpxLan`]).
@@ -234,6 +242,8 @@ struct Player {
     last_connect_line: Option<usize>,
     /// In this incarnation the script disconnected it and has not connected it since.
     left_on_purpose: bool,
+    /// The `net.sim` line in force in this incarnation, and its lag + jitter in ms (None: off).
+    impaired: Option<(String, u64)>,
 }
 
 /// What the harness knows about every incarnation: name -> identity (original name).
@@ -246,6 +256,9 @@ struct Chaos<'a> {
     net: &'a dyn Network,
     seed: u64,
     rng: Rng,
+    /// A second stream of the seed for the steps added later (`net.sim`), so the main stream
+    /// still makes the script it made before.
+    extra: Rng,
     program: PathBuf,
     asan: bool,
     players: Vec<Player>,
@@ -387,6 +400,7 @@ impl Chaos<'_> {
             disturbed_tx: true,
             last_connect_line: Some(0),
             left_on_purpose: false,
+            impaired: None,
         }
     }
 
@@ -589,6 +603,49 @@ impl Chaos<'_> {
         self.sleep(pause);
     }
 
+    /// A step of the second stream: now and then a game gets a worse network (`net.sim`: loss
+    /// up to 20%, duplicates up to 5%, reordering, lag and jitter up to 100 ms on both its
+    /// paths), or an impaired game gets its plain network back. Nobody is disturbed by it: the
+    /// links live on and reliable events are still owed once, in order.
+    fn impair(&mut self) {
+        if !self.extra.chance(20) {
+            return;
+        }
+        let i = self.extra.index(self.players.len());
+        if self.players[i].impaired.is_some() && self.extra.chance(40) {
+            self.send(i, "net.sim off");
+            self.players[i].impaired = None;
+            return;
+        }
+        let mut parts = Vec::new();
+        let mut delay = 0;
+        if self.extra.chance(70) {
+            parts.push(format!("loss {}", 1 + self.extra.index(20)));
+        }
+        if self.extra.chance(40) {
+            parts.push(format!("dup {}", 1 + self.extra.index(5)));
+        }
+        if self.extra.chance(40) {
+            parts.push(format!("reorder {}", 1 + self.extra.index(30)));
+        }
+        if self.extra.chance(50) {
+            let lag = self.extra.index(81) as u64;
+            delay += lag;
+            parts.push(format!("lag {lag}"));
+        }
+        if self.extra.chance(40) {
+            let jitter = 1 + self.extra.index(40) as u64;
+            delay += jitter;
+            parts.push(format!("jitter {jitter}"));
+        }
+        if parts.is_empty() {
+            parts.push(format!("loss {}", 1 + self.extra.index(20)));
+        }
+        let line = format!("net.sim {}", parts.join(" "));
+        self.send(i, &line);
+        self.players[i].impaired = Some((line, delay));
+    }
+
     /// The summary of game `i` now (own slot, slot -> name of the others).
     fn view(&mut self, i: usize) -> (i32, BTreeMap<i32, String>) {
         let summary = self.players[i].game.summary_now();
@@ -770,6 +827,11 @@ impl Chaos<'_> {
                 }
             }
         }
+        if let Some(line) = stdout.lines().find(|l| {
+            l.starts_with("EXEC ") && l.contains(" line=\"net.sim ") && !l.starts_with("EXEC rc=0 ")
+        }) {
+            self.fail(&format!("{who}: net.sim refused: {line}"));
+        }
         if let Some(line) = stdout.lines().find(|l| l.starts_with("POLL ")) {
             self.fail(&format!("{who}: NET_PollEvent failed: {line}"));
         }
@@ -785,6 +847,22 @@ impl Chaos<'_> {
                 p.stopped_until = None;
             }
         }
+        // An impaired game keeps its network through the settle about half the time, unless its
+        // delays reach the connect timing of `setup_lines` (4 requests 50 ms apart: a newcomer
+        // that hears no answer within 200 ms starts a game of its own).
+        for i in 0..self.players.len() {
+            if let Some((_, delay)) = self.players[i].impaired {
+                if delay > 40 || self.extra.chance(50) {
+                    self.send(i, "net.sim off");
+                    self.players[i].impaired = None;
+                }
+            }
+        }
+        let limit = if self.players.iter().any(|p| p.impaired.is_some()) {
+            SETTLE_DEADLINE_IMPAIRED
+        } else {
+            SETTLE_DEADLINE
+        };
         // Who was disturbed in the phase, and what is owed.
         let n = self.players.len();
         let mut owed: Vec<(usize, usize, Vec<u32>)> = Vec::new();
@@ -819,7 +897,7 @@ impl Chaos<'_> {
             }
         }
         let settle_start = Instant::now();
-        let deadline = settle_start + SETTLE_DEADLINE;
+        let deadline = settle_start + limit;
         let mut connect_sent: HashMap<usize, Instant> = HashMap::new();
         loop {
             self.check_streams();
@@ -854,9 +932,7 @@ impl Chaos<'_> {
             }
             if let Some(problem) = self.agreement(&lives, &mut owed) {
                 if Instant::now() >= deadline {
-                    self.fail(&format!(
-                        "no agreement within {SETTLE_DEADLINE:?}: {problem}"
-                    ));
+                    self.fail(&format!("no agreement within {limit:?}: {problem}"));
                 }
                 self.sleep(150);
                 continue;
@@ -1061,6 +1137,7 @@ pub fn run_seed(net: &dyn Network, program: &Path, seed: u64, asan: bool) {
         net,
         seed,
         rng,
+        extra: Rng(seed ^ 0x6e65_742e_7369_6d00),
         program: program.to_path_buf(),
         asan,
         players: Vec::new(),
@@ -1086,16 +1163,22 @@ pub fn run_seed(net: &dyn Network, program: &Path, seed: u64, asan: bool) {
     chaos.settle();
     for k in 0..steps(net) {
         chaos.step();
+        chaos.impair();
         if k % 7 == 6 {
             chaos.settle();
         }
     }
     let players = chaos.players.len();
     let started = chaos.started;
+    let impairments = chaos
+        .log
+        .iter()
+        .filter(|l| l.contains(": net.sim ") && !l.ends_with(" off"))
+        .count();
     let owed = chaos.finish();
     println!(
-        "{} seed {seed}: {players} players, {} steps, {owed} series numbers owed and \
-         delivered once, {:?}",
+        "{} seed {seed}: {players} players, {} steps, {impairments} impairments (net.sim), \
+         {owed} series numbers owed and delivered once, {:?}",
         net.prefix().to_lowercase(),
         steps(net),
         started.elapsed()

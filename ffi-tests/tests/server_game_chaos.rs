@@ -9,7 +9,11 @@
 //! and unjoin, the numbered reliable series on and off, bursts of it (`@burst K`), numbered
 //! texts (`say t SENDER N NAME_IN_USE`), bursts of numbered unreliable events (`@unreliable K`),
 //! and ship bases near and far (`@pos`; a gameserver forwards no state between ships further
-//! apart than `--distance`).
+//! apart than `--distance`). Between the steps, from a second random stream of the seed (the
+//! main script of a seed is the one it had before), a game now and then gets a worse network
+//! (`net.sim`: loss, duplicates, reordering, lag and jitter on both its paths) or its plain one
+//! back; the settle clears about half of the impairments and keeps the others through the
+//! checks, which hold under them as well.
 //!
 //! Checked from every game's printed events (also of the games killed on the way):
 //! - an event of another player (custom, text, name, join...) comes from a slot the game had seen
@@ -49,6 +53,8 @@ const SUITE_SEEDS: &[u64] = &[1];
 const DEFAULT_STEPS: u64 = 40;
 /// How long the games may take to agree with their servers after the script.
 const SETTLE: Duration = Duration::from_secs(20);
+/// The same while a game still plays over an impaired network (`net.sim`).
+const SETTLE_IMPAIRED: Duration = Duration::from_secs(40);
 const QUIT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Far ships fly this far from the origin (the gameserver's default distance is 10,000).
 const FAR: &str = "1000000,0,0";
@@ -79,6 +85,8 @@ struct Player {
     renames: u32,
     texts: u32,
     far: bool,
+    /// The `net.sim` line in force (None: off).
+    impaired: Option<String>,
 }
 
 struct Chaos {
@@ -146,6 +154,7 @@ impl Chaos {
             renames: 0,
             texts: 0,
             far: false,
+            impaired: None,
         }
     }
 
@@ -269,6 +278,49 @@ impl Chaos {
     }
 }
 
+impl Chaos {
+    /// A step of the second random stream (so a seed's main script is the one it had before
+    /// this step was added): now and then a game gets a worse network (`net.sim`: loss up to
+    /// 20%, duplicates up to 5%, reordering, lag and jitter up to 100 ms on both its paths), or
+    /// an impaired game gets its plain network back.
+    fn impair(&mut self, extra: &mut Rng) {
+        if !extra.chance(15) {
+            return;
+        }
+        let live: Vec<usize> = (0..self.players.len())
+            .filter(|&i| self.players[i].alive)
+            .collect();
+        let who = live[extra.below(live.len() as u64) as usize];
+        if self.players[who].impaired.is_some() && extra.chance(40) {
+            self.send(who, "net.sim off");
+            self.players[who].impaired = None;
+            return;
+        }
+        let mut parts = Vec::new();
+        if extra.chance(70) {
+            parts.push(format!("loss {}", 1 + extra.below(20)));
+        }
+        if extra.chance(40) {
+            parts.push(format!("dup {}", 1 + extra.below(5)));
+        }
+        if extra.chance(40) {
+            parts.push(format!("reorder {}", 1 + extra.below(30)));
+        }
+        if extra.chance(50) {
+            parts.push(format!("lag {}", extra.below(81)));
+        }
+        if extra.chance(40) {
+            parts.push(format!("jitter {}", 1 + extra.below(40)));
+        }
+        if parts.is_empty() {
+            parts.push(format!("loss {}", 1 + extra.below(20)));
+        }
+        let line = format!("net.sim {}", parts.join(" "));
+        self.send(who, &line);
+        self.players[who].impaired = Some(line);
+    }
+}
+
 /// What one game's events said, checked on the way.
 #[derive(Default)]
 struct View {
@@ -320,6 +372,12 @@ fn series_of(e: &Event) -> Option<(u32, String)> {
 fn view_of(lines: &[String]) -> Result<View, String> {
     let mut v = View::default();
     for (index, line) in lines.iter().enumerate() {
+        if line.starts_with("EXEC ") && line.contains(" line=\"net.sim ") {
+            if !line.starts_with("EXEC rc=0 ") {
+                return Err(format!("net.sim refused: line {index}: {line}"));
+            }
+            continue;
+        }
         if !line.starts_with("EVENT ") {
             continue;
         }
@@ -536,12 +594,22 @@ impl Chaos {
         None
     }
 
-    fn settle(&mut self) {
+    /// Whether a live game still plays over an impaired network.
+    fn any_impaired(&self) -> bool {
+        self.players.iter().any(|p| p.alive && p.impaired.is_some())
+    }
+
+    fn settle(&mut self, extra: &mut Rng) {
         self.log.push("----- settle".into());
         self.resume_due(true);
         for who in 0..self.players.len() {
             if !self.players[who].alive {
                 continue;
+            }
+            // About half the impaired games keep their network through the checks.
+            if self.players[who].impaired.is_some() && extra.chance(50) {
+                self.send(who, "net.sim off");
+                self.players[who].impaired = None;
             }
             self.send(who, "@series off");
             if !self.players[who].connected {
@@ -551,10 +619,15 @@ impl Chaos {
             }
             self.send(who, "join");
         }
-        let deadline = Instant::now() + SETTLE;
+        let limit = if self.any_impaired() {
+            SETTLE_IMPAIRED
+        } else {
+            SETTLE
+        };
+        let deadline = Instant::now() + limit;
         while let Some(what) = self.disagreement() {
             if Instant::now() >= deadline {
-                self.fail(&format!("no agreement after {SETTLE:?}: {what}"));
+                self.fail(&format!("no agreement after {limit:?}: {what}"));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -637,7 +710,8 @@ impl Chaos {
             }
             sent.push((who, numbers));
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let limit = Duration::from_secs(if self.any_impaired() { 30 } else { 10 });
+        let deadline = Instant::now() + limit;
         loop {
             let views = self.check_streams();
             let mut missing = None;
@@ -750,9 +824,14 @@ impl Chaos {
         for path in &self.json {
             let _ = std::fs::remove_file(path);
         }
+        let impairments = self
+            .log
+            .iter()
+            .filter(|l| l.contains(": net.sim ") && !l.ends_with(" off"))
+            .count();
         println!(
-            "server_game_chaos seed {}: {} steps, {} games, {unseated} events from unseated slots, \
-             {} error events",
+            "server_game_chaos seed {}: {} steps, {} games, {impairments} impairments (net.sim), \
+             {unseated} events from unseated slots, {} error events",
             self.seed,
             steps(),
             self.incarnations,
@@ -766,6 +845,8 @@ impl Chaos {
 
 fn run_seed(program: &Path, seed: u64) {
     let mut rng = Rng(seed);
+    // New kinds of steps draw from this second stream: a seed's main script stays what it was.
+    let mut extra = Rng(seed ^ 0x6e65_742e_7369_6d00);
     let dir = std::env::temp_dir();
     let json: Vec<PathBuf> = KINDS
         .iter()
@@ -800,9 +881,10 @@ fn run_seed(program: &Path, seed: u64) {
     }
     for _ in 0..steps() {
         chaos.step(&mut rng);
+        chaos.impair(&mut extra);
         chaos.check_streams();
     }
-    chaos.settle();
+    chaos.settle(&mut extra);
     let before = chaos.check_lookups();
     chaos.check_final_burst();
     // The final burst took time; take the "before" frames again right before the wait.
