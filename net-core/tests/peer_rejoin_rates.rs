@@ -1,4 +1,4 @@
-//! `net.sendfreq` and `net.rate` typed in a peer-to-peer game stay in force when the peer
+//! `net.sendfreq` and `net.rate` (and `name`, the last test) typed in a peer-to-peer game stay in force when the peer
 //! reconnects by itself (here: it was silent longer than the other's timeout, was dropped, is
 //! told so when it talks again and reconnects; then after `net.api udp`). Before, the new session was made from the values
 //! of the moment `connect` was typed: back to 20 Hz and an unlimited receive rate, while `status`
@@ -204,4 +204,98 @@ fn rates_typed_while_connecting_apply_to_that_game() {
     );
     assert!(both, "both connect, ada keeps to cy's rate: {events:?}");
     assert_eq!(rates(&subs), (Duration::from_millis(100), 5000, 5000));
+}
+
+/// A name typed in a peer-to-peer game (`name`) is the one the peer reconnects under when it
+/// reconnects by itself (dropped after a silence; here as in the test above). Before, the new
+/// session and its connect requests carried the name of the moment `connect` was typed: the
+/// other player seated it under its old name and got the new one as a rename right after (found
+/// by `ffi-tests peer_chaos` seed 3042, where a newcomer seated in the meantime got the old
+/// name last and kept it).
+#[test]
+fn a_name_typed_in_a_game_is_the_one_the_peer_reconnects_under() {
+    let (a, a_addr) = loopback_game("ada");
+    let (c, c_addr) = loopback_game("cy");
+    let mut subs = [a, c];
+    let mut events = [Vec::new(), Vec::new()];
+    let mut now = Instant::now();
+    exec(&mut subs[1], now, "net.timeout 120");
+    exec(&mut subs[0], now, &format!("connect {c_addr}"));
+    exec(&mut subs[1], now, &format!("connect {a_addr}"));
+    let both = run(
+        &mut subs,
+        &mut events,
+        &[0, 1],
+        &mut now,
+        Duration::from_secs(20),
+        |_, ev| ev.iter().all(|e| connected_count(e) == 1),
+    );
+    assert!(both, "both connect: {events:?}");
+
+    exec(&mut subs[1], now, "name cyrus");
+    let renamed = run(
+        &mut subs,
+        &mut events,
+        &[0, 1],
+        &mut now,
+        Duration::from_secs(5),
+        |_, ev| {
+            ev[0].iter().any(
+                |e| matches!(e, GameEvent::PlayerName { name, .. } if name.to_string() == "cyrus"),
+            )
+        },
+    );
+    assert!(renamed, "ada is told cy's new name: {:?}", events[0]);
+
+    // cy gets no frames for 25 s: ada drops it.
+    let mut frozen = now;
+    run(
+        &mut subs,
+        &mut events,
+        &[0],
+        &mut frozen,
+        Duration::from_secs(25),
+        |_, _| false,
+    );
+    now = frozen;
+    let dropped_at = events[0]
+        .iter()
+        .position(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+        .unwrap_or_else(|| panic!("ada dropped cy: {:?}", events[0]));
+
+    // cy runs again and reconnects by itself: ada seats it as cyrus, and hears no other name.
+    let back = run(
+        &mut subs,
+        &mut events,
+        &[0, 1],
+        &mut now,
+        Duration::from_secs(20),
+        |_, ev| connected_count(&ev[1]) == 2,
+    );
+    assert!(back, "cy reconnected: {:?}", events[1]);
+    run(
+        &mut subs,
+        &mut events,
+        &[0, 1],
+        &mut now,
+        Duration::from_secs(2),
+        |_, _| false,
+    );
+    let names: Vec<String> = events[0][dropped_at..]
+        .iter()
+        .filter_map(|e| match e {
+            GameEvent::PlayerConnected { name, .. } | GameEvent::PlayerName { name, .. } => {
+                Some(name.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["cyrus"],
+        "ada's events about cy after the drop: {:?}",
+        &events[0][dropped_at..]
+    );
+    let status = exec(&mut subs[1], now, "status");
+    assert!(!status.contains("\"cy\""), "{status}");
 }

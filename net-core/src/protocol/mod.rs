@@ -243,12 +243,17 @@ pub trait ClientProtocol: Send {
     fn handle_stream(&mut self, _now: Instant, _event: StreamEvent) {}
 
     /// Tell the others the local name `name`: peer-to-peer at once; client-server protocols
-    /// ask the server first (`my new name:`) and tell the others once it accepts.
+    /// ask the server first (`my new name:`) and tell the others once it accepts. Like
+    /// `set_rates`, the name holds for every session this connect makes later by itself (a
+    /// peer's rejoin asks for its seat and greets under it), not the name `connect` was given.
     fn update_name(&mut self, name: PlayerName) -> NetResult<NameUpdate> {
         let session = self
             .session_mut()
             .ok_or_else(|| not_in_game_error("update name"))?;
         session.set_name(name)?;
+        if let Some(params) = self.connect_params_mut() {
+            params.name = name;
+        }
         Ok(NameUpdate::Told)
     }
 
