@@ -98,11 +98,17 @@ impl std::fmt::Display for Conditions {
             "lag {} ms jitter {} ms loss {}% dup {}% reorder {}%",
             self.lag.as_millis(),
             self.jitter.as_millis(),
-            self.loss * 100.0,
-            self.duplicate * 100.0,
-            self.reorder * 100.0
+            percent(self.loss),
+            percent(self.duplicate),
+            percent(self.reorder)
         )
     }
+}
+
+/// A probability as the percentage typed: `loss 7` is kept as 0.07, which times 100 is
+/// 7.000000000000001 in binary floating point; shown to six decimals at most.
+fn percent(probability: f64) -> f64 {
+    (probability * 100.0 * 1e6).round() / 1e6
 }
 
 /// Counters of what the conditioner did.
@@ -277,6 +283,12 @@ mod tests {
         assert_eq!(
             c.to_string(),
             "lag 50 ms jitter 10 ms loss 20% dup 5% reorder 3%"
+        );
+        // Shown as typed, not as the nearest binary fraction times 100 (7.000000000000001%).
+        let c = Conditions::parse("loss 7 dup 0.5 reorder 14").unwrap();
+        assert_eq!(
+            c.to_string(),
+            "lag 0 ms jitter 0 ms loss 7% dup 0.5% reorder 14%"
         );
     }
 
