@@ -74,15 +74,15 @@ fn rates(subs: &[Subsystem; 2]) -> (Duration, u32, u32) {
     )
 }
 
-#[test]
-fn rates_typed_in_a_game_survive_the_peers_own_reconnect() {
+/// ada and cy on loopback, in one game. cy has a long timeout: a stopped process does not see
+/// time pass, it reads what waited before its own timers run (modelled, as in
+/// peer_silent_return.rs, with a long timeout on the silent one).
+fn connected_pair() -> ([Subsystem; 2], [Vec<GameEvent>; 2], Instant) {
     let (a, a_addr) = loopback_game("ada");
     let (c, c_addr) = loopback_game("cy");
     let mut subs = [a, c];
     let mut events = [Vec::new(), Vec::new()];
     let mut now = Instant::now();
-    // A stopped process does not see time pass: it reads what waited before its own timers run
-    // (modelled, as in peer_silent_return.rs, with a long timeout on the silent one).
     exec(&mut subs[1], now, "net.timeout 120");
     exec(&mut subs[0], now, &format!("connect {c_addr}"));
     exec(&mut subs[1], now, &format!("connect {a_addr}"));
@@ -95,6 +95,28 @@ fn rates_typed_in_a_game_survive_the_peers_own_reconnect() {
         |_, ev| ev.iter().all(|e| connected_count(e) == 1),
     );
     assert!(both, "both connect: {events:?}");
+    (subs, events, now)
+}
+
+/// cy gets no frames for 25 s, and ada drops it after its 20 s. Returns where in ada's events
+/// the drop is.
+fn freeze_cy_until_ada_drops_it(
+    subs: &mut [Subsystem; 2],
+    events: &mut [Vec<GameEvent>; 2],
+    now: &mut Instant,
+) -> usize {
+    run(subs, events, &[0], now, Duration::from_secs(25), |_, _| {
+        false
+    });
+    events[0]
+        .iter()
+        .position(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
+        .unwrap_or_else(|| panic!("ada dropped cy: {:?}", events[0]))
+}
+
+#[test]
+fn rates_typed_in_a_game_survive_the_peers_own_reconnect() {
+    let (mut subs, mut events, mut now) = connected_pair();
 
     // In the game, cy sets 5 Hz and 3000 bytes/s: in force at once, and ada keeps to it.
     let reply = exec(&mut subs[1], now, "net.sendfreq 5");
@@ -112,23 +134,7 @@ fn rates_typed_in_a_game_survive_the_peers_own_reconnect() {
     assert_eq!(rates(&subs), (Duration::from_millis(200), 3000, 3000));
 
     // cy gets no frames for 25 s: ada drops it after its 20 s.
-    let mut frozen = now;
-    run(
-        &mut subs,
-        &mut events,
-        &[0],
-        &mut frozen,
-        Duration::from_secs(25),
-        |_, _| false,
-    );
-    assert!(
-        events[0]
-            .iter()
-            .any(|e| matches!(e, GameEvent::PlayerDisconnected { .. })),
-        "ada dropped cy: {:?}",
-        events[0]
-    );
-    now = frozen;
+    freeze_cy_until_ada_drops_it(&mut subs, &mut events, &mut now);
 
     // cy runs again: it is told, reconnects by itself, and its settings still hold.
     let back = run(
@@ -214,23 +220,7 @@ fn rates_typed_while_connecting_apply_to_that_game() {
 /// name last and kept it).
 #[test]
 fn a_name_typed_in_a_game_is_the_one_the_peer_reconnects_under() {
-    let (a, a_addr) = loopback_game("ada");
-    let (c, c_addr) = loopback_game("cy");
-    let mut subs = [a, c];
-    let mut events = [Vec::new(), Vec::new()];
-    let mut now = Instant::now();
-    exec(&mut subs[1], now, "net.timeout 120");
-    exec(&mut subs[0], now, &format!("connect {c_addr}"));
-    exec(&mut subs[1], now, &format!("connect {a_addr}"));
-    let both = run(
-        &mut subs,
-        &mut events,
-        &[0, 1],
-        &mut now,
-        Duration::from_secs(20),
-        |_, ev| ev.iter().all(|e| connected_count(e) == 1),
-    );
-    assert!(both, "both connect: {events:?}");
+    let (mut subs, mut events, mut now) = connected_pair();
 
     exec(&mut subs[1], now, "name cyrus");
     let renamed = run(
@@ -248,20 +238,7 @@ fn a_name_typed_in_a_game_is_the_one_the_peer_reconnects_under() {
     assert!(renamed, "ada is told cy's new name: {:?}", events[0]);
 
     // cy gets no frames for 25 s: ada drops it.
-    let mut frozen = now;
-    run(
-        &mut subs,
-        &mut events,
-        &[0],
-        &mut frozen,
-        Duration::from_secs(25),
-        |_, _| false,
-    );
-    now = frozen;
-    let dropped_at = events[0]
-        .iter()
-        .position(|e| matches!(e, GameEvent::PlayerDisconnected { .. }))
-        .unwrap_or_else(|| panic!("ada dropped cy: {:?}", events[0]));
+    let dropped_at = freeze_cy_until_ada_drops_it(&mut subs, &mut events, &mut now);
 
     // cy runs again and reconnects by itself: ada seats it as cyrus, and hears no other name.
     let back = run(
