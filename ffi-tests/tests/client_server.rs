@@ -148,22 +148,14 @@ fn three_c_clients_play_through_a_gameserver() {
     let messages = messages_file("gameserver");
     let alive = ALIVE_TIMEOUT_S.to_string();
     let distance = DISTANCE.to_string();
-    let mut server = Server::start(
+    let mut server = Server::start_on_loopback(
         "gameserver",
+        "ffi-gameserver",
         &[
-            "--port",
-            "0",
-            "--udp-port",
-            "0",
-            "--no-http",
-            "--bind",
-            "127.0.0.1",
             "--distance",
             &distance,
             "--alive-timeout",
             &alive,
-            "--name",
-            "ffi-gameserver",
             "--messages",
             messages.to_str().expect("a UTF-8 path"),
         ],
@@ -341,19 +333,10 @@ fn three_c_clients_play_through_a_gameserver() {
 fn the_same_c_clients_play_over_a_slotserver() {
     let program = Build::c("c/peer_game.c").build();
     let messages = messages_file("slotserver");
-    let mut server = Server::start(
+    let mut server = Server::start_on_loopback(
         "slotserver",
-        &[
-            "--port",
-            "0",
-            "--no-http",
-            "--bind",
-            "127.0.0.1",
-            "--name",
-            "ffi-slotserver",
-            "--messages",
-            messages.to_str().expect("a UTF-8 path"),
-        ],
+        "ffi-slotserver",
+        &["--messages", messages.to_str().expect("a UTF-8 path")],
     );
     assert!(
         server.udp.is_none() && !server.announce.contains("UDP"),
