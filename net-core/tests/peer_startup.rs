@@ -849,10 +849,16 @@ fn an_offer_from_another_game_that_comes_after_the_seat_is_not_merged() {
         .iter()
         .map(|p| p.token)
         .collect();
-    assert_eq!(
-        listed,
-        vec![0x102],
-        "the slave sits in its master's game only"
+    // Not the offer's game (peer 0 under the token of its offer). Peer 0, told by the slave that
+    // it is not in its game, may have connected to it and been seated in the master's game by
+    // now, under a new token.
+    assert!(
+        listed.contains(&0x102),
+        "the slave sits in its master's game: {listed:x?}"
+    );
+    assert!(
+        !listed.contains(&0x100),
+        "the offer's game was not merged: {listed:x?}"
     );
     // Long enough for peer 0 to give up on the newcomer that never confirmed its seat.
     net.run_for(Duration::from_secs(10));

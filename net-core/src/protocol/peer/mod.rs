@@ -1520,14 +1520,16 @@ impl PeerProtocol {
                     // unanswered and it started a game of its own, does not: the game must
                     // still be told that the library connects again by itself.
                     let mut text = Self::refusal_text(events);
+                    let stranger = text == strangers::NOTICE;
                     if !text.ends_with("reconnecting") {
                         text.push_str("; reconnecting");
                     }
                     // The answer to a probe: connect to the player that answered, into its game
                     // (a broadcast could be answered first by a player of the game being left,
                     // which is about to leave it too); should it not answer, to the other
-                    // players of its game.
-                    let target = self.is_probing(&from).then_some(from);
+                    // players of its game. Likewise a player that says this peer is not in its
+                    // game (see `strangers`).
+                    let target = (stranger || self.is_probing(&from)).then_some(from);
                     let fallbacks = match target {
                         Some(_) => self.fallbacks_from(&from, header.token, events),
                         None => VecDeque::new(),
@@ -1763,18 +1765,27 @@ impl PeerProtocol {
             self.stats.packets_rejected += 1;
             return;
         };
-        // A reply that seats this peer, from someone not in its game, answers a request of its
-        // connect loop (its own `connect` address, asked while a master was seating it
-        // elsewhere): an offer of another game, which the sender drops when the seat is never
-        // confirmed. Merged, its players would sit in this peer's table though they and the
-        // rest of this game never meet.
+        // Only a player of this game speaks for it. A reply from someone else is either
+        // - an offer of another game that seats this peer: the answer of its own `connect`
+        //   address, asked while a master was seating it elsewhere, which the sender drops when
+        //   the seat is never confirmed; or
+        // - a copy meant for a player the sender still lists at this peer's node: its earlier
+        //   session, or a dead process that had this port (chaos seed 3101).
+        // Merged, its players would sit in this peer's table though they and the rest of this
+        // game never meet (they list someone else at this node).
         let my_token = self.my_token();
         let sender_seated = self
             .session
             .as_ref()
             .is_some_and(|s| s.players().iter().any(|p| p.token == packet.header.token));
-        if !sender_seated && list.iter().any(|e| e.token == my_token) {
-            log::debug!("peer: an offer of a seat in another game came after this one; not taken");
+        if !sender_seated {
+            if list.iter().any(|e| e.token == my_token) {
+                log::debug!(
+                    "peer: an offer of a seat in another game came after this one; not taken"
+                );
+            } else {
+                log::debug!("peer: a reply copy from another game, for this node's earlier player; not merged");
+            }
             self.stats.packets_ignored += 1;
             return;
         }

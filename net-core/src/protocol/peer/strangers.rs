@@ -14,6 +14,11 @@
 //! seater arrives long before that) tells the sender so with the slot-conflict notice's form
 //! (CONNECT_REFUSED naming its token), at most every `reply_wait`; the sender leaves and
 //! connects again, as after a lost slot conflict, keeping what it owed and its joined state.
+//!
+//! It connects to the teller, not to its old `connect` address: that address may be a player of
+//! the same stale game, which seats it again with the same entries, and the notices then go on
+//! for good (chaos seed 3101). The notice carries the teller's player list, so should the teller
+//! not answer, the told player tries the teller's other players, then its old address.
 
 use std::time::{Duration, Instant};
 
@@ -22,8 +27,9 @@ use crate::rmev::{ChatText, ConnectRequest, RemoteEvent};
 use crate::wire::{PacketHeader, PacketType};
 use crate::Node;
 
-/// What the notice says (the sender's game shows it with its `NET_EVENT_DISCONNECTED`).
-const NOTICE: &str =
+/// What the notice says (the sender's game shows it with its `NET_EVENT_DISCONNECTED`); the
+/// receiver also tells the notice from the other CONNECT_REFUSED packets naming it by this text.
+pub(super) const NOTICE: &str =
     "not in the other players' game (the player that let you in left before telling them); reconnecting";
 
 /// One unknown sender: when its packets began coming, the latest, and when it was last told.
@@ -140,6 +146,7 @@ impl PeerProtocol {
                 name: Default::default(),
             }]),
             RemoteEvent::SendText(ChatText::new(NOTICE.as_bytes()).unwrap_or_default()),
+            RemoteEvent::PlayerList(self.player_list()),
         ];
         self.send_oob(*from, PacketType::ConnectRefused, events);
         false
