@@ -63,6 +63,7 @@ fn find() -> Paths {
         .map_or("debug".into(), |n| n.to_string_lossy().into_owned());
     let shared_lib = library(&profile_dir, "libparsec_net.so");
     let static_lib = library(&profile_dir, "libparsec_net.a");
+    refuse_stale_loaded_libraries(&profile_dir);
     let out_dir = target_dir.join("ffi-tests").join(profile);
     std::fs::create_dir_all(&out_dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", out_dir.display()));
@@ -105,6 +106,55 @@ fn profile_dir(repo_dir: &Path) -> PathBuf {
     })
 }
 
+/// The shared libraries the games load at run time.
+const LOADED_LIBRARIES: [&str; 4] = [
+    "libparsec_net.so",
+    "libparsec_backend_udp.so",
+    "libparsec_backend_ipx.so",
+    "libparsec_backend_trace.so",
+];
+
+/// `cargo test` runs the tests with `LD_LIBRARY_PATH=<profile>:<profile>/deps:...`, and the games
+/// inherit it; it wins over their rpath. When the libraries were rebuilt as dev-dependencies
+/// into `deps/` only (`cargo test -p parsec-net-ffi-tests` after a change, without `cargo
+/// build`), the games would silently load the older copies in `<profile>/`. Refuse to run then.
+fn refuse_stale_loaded_libraries(profile_dir: &Path) {
+    let search = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let dirs: Vec<&Path> = search.split(':').map(Path::new).collect();
+    let deps = profile_dir.join("deps");
+    let first = |dir: &Path| dirs.iter().position(|d| *d == dir);
+    let profile_first = match (first(profile_dir), first(&deps)) {
+        (Some(p), Some(d)) => p < d,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if !profile_first {
+        return;
+    }
+    for file in LOADED_LIBRARIES {
+        if let Some(reason) = stale_copy(&profile_dir.join(file), &deps.join(file)) {
+            panic!(
+                "{} {reason}, and LD_LIBRARY_PATH puts {} first, so the games would load the \
+                 old copy: run `cargo build --workspace` before the tests",
+                profile_dir.join(file).display(),
+                profile_dir.display()
+            );
+        }
+    }
+}
+
+/// Why `uplifted` is an older copy than `built` (None if it is the same file, or not older, or
+/// either is missing).
+fn stale_copy(uplifted: &Path, built: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let (old, new) = (uplifted.metadata().ok()?, built.metadata().ok()?);
+    let same = old.dev() == new.dev() && old.ino() == new.ino();
+    if same || old.modified().ok()? >= new.modified().ok()? {
+        return None;
+    }
+    Some(format!("is older than {}", built.display()))
+}
+
 /// The newest of `<profile>/<file>` and `<profile>/deps/<file>`.
 fn library(profile_dir: &Path, file: &str) -> PathBuf {
     let candidates = [profile_dir.join(file), profile_dir.join("deps").join(file)];
@@ -122,4 +172,35 @@ fn library(profile_dir: &Path, file: &str) -> PathBuf {
                 profile_dir.display()
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stale_copy;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn an_older_separate_copy_is_stale_and_a_hard_link_is_not() {
+        let dir = std::env::temp_dir().join(format!("parsec-paths-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("deps")).unwrap();
+        let (uplifted, built) = (dir.join("lib.so"), dir.join("deps").join("lib.so"));
+        std::fs::write(&uplifted, b"old").unwrap();
+        std::fs::write(&built, b"new").unwrap();
+        let earlier = SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(&uplifted)
+            .unwrap()
+            .set_modified(earlier)
+            .unwrap();
+        assert!(stale_copy(&uplifted, &built).is_some());
+        // Newer than the build, or missing: not stale.
+        assert!(stale_copy(&built, &uplifted).is_none());
+        assert!(stale_copy(&dir.join("missing.so"), &built).is_none());
+        // What `cargo build` leaves: one file under two names.
+        std::fs::remove_file(&uplifted).unwrap();
+        std::fs::hard_link(&built, &uplifted).unwrap();
+        assert!(stale_copy(&uplifted, &built).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
