@@ -222,6 +222,9 @@ pub struct PeerStats {
     /// Notices to senders of game packets this peer never seated: they think they are in its
     /// game (see `strangers`).
     pub stranger_notices_sent: u64,
+    /// Players dropped because a "not in the other players' game" notice came from their
+    /// address under another token: a new process answers there (see `strangers`).
+    pub replaced_players_dropped: u64,
     /// Refusals received while connecting (the connect loop went on; see `take_refusal`).
     pub refusals_received: u64,
     /// Players removed because a connect request named them as the sender's earlier session.
@@ -1521,6 +1524,9 @@ impl PeerProtocol {
                     // still be told that the library connects again by itself.
                     let mut text = Self::refusal_text(events);
                     let stranger = text == strangers::NOTICE;
+                    if stranger && self.drop_replaced_player(&from, header.token) {
+                        return;
+                    }
                     if !text.ends_with("reconnecting") {
                         text.push_str("; reconnecting");
                     }
@@ -1528,8 +1534,10 @@ impl PeerProtocol {
                     // (a broadcast could be answered first by a player of the game being left,
                     // which is about to leave it too); should it not answer, to the other
                     // players of its game. Likewise a player that says this peer is not in its
-                    // game (see `strangers`).
-                    let target = (stranger || self.is_probing(&from)).then_some(from);
+                    // game (see `strangers`), unless its list says that game is full.
+                    let room = Self::player_list_in(events)
+                        .is_none_or(|list| list.len() < usize::from(self.timings.max_players));
+                    let target = ((stranger && room) || self.is_probing(&from)).then_some(from);
                     let fallbacks = match target {
                         Some(_) => self.fallbacks_from(&from, header.token, events),
                         None => VecDeque::new(),
@@ -2715,6 +2723,10 @@ impl ClientProtocol for PeerProtocol {
                 s.fallback_targets_tried,
             ),
             ("unknown players told", s.stranger_notices_sent),
+            (
+                "players replaced at their address",
+                s.replaced_players_dropped,
+            ),
             ("refusals received", s.refusals_received),
             ("earlier sessions retired", s.earlier_sessions_retired),
             ("earlier-session claims refused", s.earlier_claims_refused),

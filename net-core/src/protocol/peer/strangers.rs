@@ -15,10 +15,15 @@
 //! (CONNECT_REFUSED naming its token), at most every `reply_wait`; the sender leaves and
 //! connects again, as after a lost slot conflict, keeping what it owed and its joined state.
 //!
-//! It connects to the teller, not to its old `connect` address: that address may be a player of
-//! the same stale game, which seats it again with the same entries, and the notices then go on
-//! for good (chaos seed 3101). The notice carries the teller's player list, so should the teller
-//! not answer, the told player tries the teller's other players, then its old address.
+//!
+//! A notice from an address where the told peer lists a player under another token than the
+//! teller's means that player's process is gone and a new one answers there (it restarted on the
+//! same port and plays a game of its own): the told peer drops that entry and stays in its game.
+//! Otherwise it leaves and connects to the teller, not to its old `connect` address: that
+//! address may be a player of the same stale game, which seats it again with the same entries,
+//! and the notices then go on for good (chaos seed 3101). The notice carries the teller's player
+//! list, so should the teller not answer, the told peer tries the teller's other players, then
+//! its old address; if that list shows a full game, it goes to its old address at once.
 
 use std::time::{Duration, Instant};
 
@@ -87,6 +92,29 @@ impl Strangers {
 }
 
 impl PeerProtocol {
+    /// A stranger notice came from `from` under `teller`: drop the players listed at that address
+    /// under another token (a new process answers there). Returns whether any was dropped.
+    pub(super) fn drop_replaced_player(&mut self, from: &Node, teller: u32) -> bool {
+        let Some(session) = self.session.as_ref() else {
+            return false;
+        };
+        let replaced: Vec<(u8, u32)> = session
+            .players()
+            .iter()
+            .filter(|p| p.token != teller && self.same_node(&p.node, from))
+            .map(|p| (p.slot, p.token))
+            .collect();
+        for &(slot, token) in &replaced {
+            log::info!("peer: another process answers at the address of the player in slot {slot}; dropping it");
+            if let Some(session) = self.session.as_mut() {
+                session.remove_player(slot, "gone: another process answers at its address");
+            }
+            self.note_departed(token);
+            self.stats.replaced_players_dropped += 1;
+        }
+        !replaced.is_empty()
+    }
+
     /// Whether this peer knows `token` in any way that lets its packets be placed later: a
     /// seated player, a queued request, a list entry waiting for its slot, a slot contest, a
     /// conflict loser, a player dropped for silence, or a claim on an earlier session.
