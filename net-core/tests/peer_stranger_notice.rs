@@ -63,6 +63,41 @@ fn describe(net: &Network<PeerNode>) -> String {
         .join(" / ")
 }
 
+/// Start peers `(index, target)` 40 ms apart, each connecting to its target's address (token
+/// 0x100 + index), and run until 10 s after the first started.
+fn start_by_address(net: &mut Network<PeerNode>, peers: &[(usize, usize)]) {
+    let start = net.now();
+    for (n, &(i, target)) in peers.iter().enumerate() {
+        let mut node = PeerNode::new(i);
+        node.connect_to(net.now(), 0x100 + i as u32, target);
+        net.start(i, node);
+        net.run_until(start + Duration::from_millis(40 * (n as u64 + 1)), |_| {});
+    }
+    net.run_until(start + Duration::from_secs(10), |_| {});
+}
+
+/// Players 0 and 1 play; player 1's packets to player 0 are cut. A newcomer (node 2) connects to
+/// player 1's address, and player 1 seats it and dies before its new player list reaches player
+/// 0, which cannot hear the newcomer yet (the caller ends that).
+fn newcomer_whose_seater_died(nodes: usize, seed: u64) -> Network<PeerNode> {
+    let mut net = Network::<PeerNode>::new(nodes, seed, LinkProfile::default());
+    start_by_address(&mut net, &[(0, 1), (1, 0)]);
+    assert!(everyone_agrees(&net, 2), "seed {seed}: {}", describe(&net));
+    net.set_profile(1, 0, cut());
+    net.partition(0, 2, true);
+    let mut newcomer = PeerNode::new(2);
+    newcomer.connect_to(net.now(), 0x102, 1);
+    net.start(2, newcomer);
+    net.run_for(Duration::from_secs(1));
+    assert!(
+        tokens_listed(net.endpoint(2).unwrap()).contains(&0x100),
+        "seed {seed}: the newcomer lists player 0: {}",
+        describe(&net)
+    );
+    net.crash(1);
+    net
+}
+
 /// Players 0 and 1 connect to each other's address and player 2 to player 0's; once the three
 /// play, player 2's process dies and a new one (token 0x9999) starts on its port, connecting to
 /// player 0. Its packets to the others are cut, so its requests go unanswered and it starts a
@@ -70,14 +105,7 @@ fn describe(net: &Network<PeerNode>) -> String {
 /// process in slot 2 and send it their packets.
 fn restarted_player_alone_on_a_listed_port(nodes: usize, seed: u64) -> Network<PeerNode> {
     let mut net: Network<PeerNode> = Network::new(nodes, seed, LinkProfile::default());
-    let start = net.now();
-    for (i, target) in [1, 0, 0].into_iter().enumerate() {
-        let mut node = PeerNode::new(i);
-        node.connect_to(net.now(), 0x100 + i as u32, target);
-        net.start(i, node);
-        net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
-    }
-    net.run_until(start + Duration::from_secs(10), |_| {});
+    start_by_address(&mut net, &[(0, 1), (1, 0), (2, 0)]);
     assert!(everyone_agrees(&net, 3), "{}", describe(&net));
 
     net.set_profile(2, 0, cut());
@@ -212,14 +240,7 @@ fn players_told_by_a_new_process_in_a_full_game_stay_together_in_theirs() {
                 net.partition(a, b, true);
             }
         }
-        let start = net.now();
-        for (i, target) in [(0, 1), (1, 0), (2, 0), (3, 4), (4, 3), (5, 3)] {
-            let mut node = PeerNode::new(i);
-            node.connect_to(net.now(), 0x100 + i as u32, target);
-            net.start(i, node);
-            net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
-        }
-        net.run_until(start + Duration::from_secs(10), |_| {});
+        start_by_address(&mut net, &[(0, 1), (1, 0), (2, 0), (3, 4), (4, 3), (5, 3)]);
         // Player 2's process dies; a new one on its port joins players 3-5 (the game is full)
         // and cannot reach players 0 and 1 meanwhile.
         net.crash(2);
@@ -275,31 +296,7 @@ fn players_told_by_a_new_process_in_a_full_game_stay_together_in_theirs() {
 #[test]
 fn a_newcomer_whose_seater_died_before_telling_the_others_connects_to_the_player_that_told_it() {
     for seed in 3401..3405 {
-        // Players 0 and 1 play; player 1's packets to player 0 are cut. A newcomer connects to
-        // player 1's address, and player 1 seats it and dies before its new player list reaches
-        // player 0, which only hears the newcomer.
-        let mut net = Network::<PeerNode>::new(3, seed, LinkProfile::default());
-        let start = net.now();
-        for (i, target) in [(0, 1), (1, 0)] {
-            let mut node = PeerNode::new(i);
-            node.connect_to(net.now(), 0x100 + i as u32, target);
-            net.start(i, node);
-            net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
-        }
-        net.run_until(start + Duration::from_secs(10), |_| {});
-        assert!(everyone_agrees(&net, 2), "seed {seed}: {}", describe(&net));
-        net.set_profile(1, 0, cut());
-        net.partition(0, 2, true);
-        let mut newcomer = PeerNode::new(2);
-        newcomer.connect_to(net.now(), 0x102, 1);
-        net.start(2, newcomer);
-        net.run_for(Duration::from_secs(1));
-        assert!(
-            tokens_listed(net.endpoint(2).unwrap()).contains(&0x100),
-            "seed {seed}: the newcomer lists player 0: {}",
-            describe(&net)
-        );
-        net.crash(1);
+        let mut net = newcomer_whose_seater_died(3, seed);
         net.partition(0, 2, false);
         // Player 0 tells it within a few seconds; before, it connected to its old address, the
         // dead player's, heard nothing and started a game of its own.
@@ -325,22 +322,7 @@ fn a_newcomer_told_by_a_full_game_goes_back_to_its_own_address() {
     for seed in 3501..3505 {
         // As above, but while the newcomer cannot reach player 0, two more players join player
         // 0's game, which then holds four seats (the dead player 1's among them).
-        let mut net = Network::<PeerNode>::new(5, seed, LinkProfile::default());
-        let start = net.now();
-        for (i, target) in [(0, 1), (1, 0)] {
-            let mut node = PeerNode::new(i);
-            node.connect_to(net.now(), 0x100 + i as u32, target);
-            net.start(i, node);
-            net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
-        }
-        net.run_until(start + Duration::from_secs(10), |_| {});
-        net.set_profile(1, 0, cut());
-        net.partition(0, 2, true);
-        let mut newcomer = PeerNode::new(2);
-        newcomer.connect_to(net.now(), 0x102, 1);
-        net.start(2, newcomer);
-        net.run_for(Duration::from_secs(1));
-        net.crash(1);
+        let mut net = newcomer_whose_seater_died(5, seed);
         for i in [3, 4] {
             net.partition(i, 2, true);
             let mut node = PeerNode::new(i);
