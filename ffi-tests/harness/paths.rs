@@ -144,6 +144,7 @@ fn refuse_stale_loaded_libraries(profile_dir: &Path) {
 }
 
 /// Why `uplifted` is an older copy than `built` (None if it is the same file, or not older, or
+/// has the same bytes: cargo sometimes relinks a dependency without a change in its code, or
 /// either is missing).
 fn stale_copy(uplifted: &Path, built: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
@@ -152,7 +153,13 @@ fn stale_copy(uplifted: &Path, built: &Path) -> Option<String> {
     if same || old.modified().ok()? >= new.modified().ok()? {
         return None;
     }
-    Some(format!("is older than {}", built.display()))
+    if old.len() == new.len() && std::fs::read(uplifted).ok()? == std::fs::read(built).ok()? {
+        return None;
+    }
+    Some(format!(
+        "is older than {} and differs from it",
+        built.display()
+    ))
 }
 
 /// The newest of `<profile>/<file>` and `<profile>/deps/<file>`.
@@ -186,17 +193,23 @@ mod tests {
         let (uplifted, built) = (dir.join("lib.so"), dir.join("deps").join("lib.so"));
         std::fs::write(&uplifted, b"old").unwrap();
         std::fs::write(&built, b"new").unwrap();
-        let earlier = SystemTime::now() - Duration::from_secs(60);
-        std::fs::File::options()
-            .write(true)
-            .open(&uplifted)
-            .unwrap()
-            .set_modified(earlier)
-            .unwrap();
+        let set_earlier = |path: &std::path::Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(60))
+                .unwrap();
+        };
+        set_earlier(&uplifted);
         assert!(stale_copy(&uplifted, &built).is_some());
         // Newer than the build, or missing: not stale.
         assert!(stale_copy(&built, &uplifted).is_none());
         assert!(stale_copy(&dir.join("missing.so"), &built).is_none());
+        // An older copy with the same bytes (a relink without a change): not stale.
+        std::fs::write(&uplifted, b"new").unwrap();
+        set_earlier(&uplifted);
+        assert!(stale_copy(&uplifted, &built).is_none());
         // What `cargo build` leaves: one file under two names.
         std::fs::remove_file(&uplifted).unwrap();
         std::fs::hard_link(&built, &uplifted).unwrap();
