@@ -1524,6 +1524,8 @@ impl PeerProtocol {
                     // still be told that the library connects again by itself.
                     let mut text = Self::refusal_text(events);
                     let stranger = text == strangers::NOTICE;
+                    // From the address of a player listed under another token: that process is
+                    // gone, a new one answers there; this game plays on without it.
                     if stranger && self.drop_replaced_player(&from, header.token) {
                         return;
                     }

@@ -15,7 +15,6 @@
 //! (CONNECT_REFUSED naming its token), at most every `reply_wait`; the sender leaves and
 //! connects again, as after a lost slot conflict, keeping what it owed and its joined state.
 //!
-//!
 //! A notice from an address where the told peer lists a player under another token than the
 //! teller's means that player's process is gone and a new one answers there (it restarted on the
 //! same port and plays a game of its own): the told peer drops that entry and stays in its game.
