@@ -553,6 +553,8 @@ impl Chaos<'_> {
                 let old_name = self.players[i].name.clone();
                 self.note(format!("kill -9 {old_name}"));
                 self.players[i].game.process.kill();
+                // A stopped game killed: nothing to continue (the pause below continues the due).
+                self.players[i].stopped_until = None;
                 let others: Vec<usize> = (0..n).filter(|&j| j != i).collect();
                 let to = others[self.rng.index(others.len())];
                 let incarnation = self.players[i].incarnation + 1;
