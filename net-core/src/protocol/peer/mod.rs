@@ -43,7 +43,7 @@ use crate::protocol::{ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
 use crate::rmev::{
     ChatText, ConnectRequest, EarlierTokens, PlayerListEntry, RemoteEvent, ResumeStep,
 };
-use crate::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session};
+use crate::session::{GameEvent, LocalPlayer, NodeEq, Player, Rejection, Session};
 use crate::wire::{
     decode_packet, encode_packet, DecodedPacket, PacketHeader, PacketType, WireEvent,
 };
@@ -1566,12 +1566,7 @@ impl PeerProtocol {
                     .and_then(|s| s.slot_of(&from, header.token))
                     .filter(|slot| Some(*slot) == header.sender_slot);
                 match slot {
-                    Some(slot) => {
-                        if let Some(session) = self.session.as_mut() {
-                            session.remove_player(slot, "left the game");
-                        }
-                        self.note_departed(header.token);
-                    }
+                    Some(slot) => self.remove_departed(slot, header.token, "left the game"),
                     None => self.stats.packets_rejected += 1,
                 }
             }
@@ -1732,24 +1727,35 @@ impl PeerProtocol {
     /// A node asks to connect with a new token while a player with another token is listed at
     /// that node and has gone silent: that player reconnected, and the old entry is stale.
     fn forget_stale_player_at(&mut self, now: Instant, node: &Node, token: u32) {
-        let order = Arc::clone(self.order());
         let silent_for = self.deference_window();
-        let Some(session) = self.session.as_mut() else {
-            return;
-        };
-        let stale = session
-            .players()
-            .iter()
-            .find(|p| {
-                p.token != token
-                    && order(&p.node, node) == std::cmp::Ordering::Equal
-                    && now.saturating_duration_since(p.last_heard) >= silent_for
-            })
+        let stale = self
+            .others_at(node, token)
+            .find(|p| now.saturating_duration_since(p.last_heard) >= silent_for)
             .map(|p| (p.slot, p.token));
         if let Some((slot, old_token)) = stale {
-            session.remove_player(slot, "reconnected");
-            self.note_departed(old_token);
+            self.remove_departed(slot, old_token, "reconnected");
         }
+    }
+
+    /// The players listed at `node` under another token than `token`.
+    fn others_at<'a>(
+        &'a self,
+        node: &'a Node,
+        token: u32,
+    ) -> impl Iterator<Item = &'a Player> + 'a {
+        self.session
+            .iter()
+            .flat_map(|s| s.players().iter())
+            .filter(move |p| p.token != token && self.same_node(&p.node, node))
+    }
+
+    /// The player in `slot` (its token `token`) has left: remove it from the table (the game
+    /// hears PLAYER_DISCONNECTED with `reason`) and remember its token as departed.
+    fn remove_departed(&mut self, slot: u8, token: u32, reason: &str) {
+        if let Some(session) = self.session.as_mut() {
+            session.remove_player(slot, reason);
+        }
+        self.note_departed(token);
     }
 
     /// Remember a token that left, so late packets carrying it cannot seat it again.
@@ -1946,8 +1952,7 @@ impl PeerProtocol {
             }
         };
         if !is_me && now.saturating_duration_since(heard) >= window {
-            session.remove_player(slot, "went silent; its slot was taken");
-            self.note_departed(token);
+            self.remove_departed(slot, token, "went silent; its slot was taken");
             self.stats.silent_holders_replaced += 1;
             return self.end_contest(claimant.token, Claim::Free);
         }
@@ -1997,10 +2002,7 @@ impl PeerProtocol {
                 );
                 return false;
             }
-            if let Some(session) = self.session.as_mut() {
-                session.remove_player(claimant.slot, "slot conflict");
-            }
-            self.note_departed(holder_token);
+            self.remove_departed(claimant.slot, holder_token, "slot conflict");
             self.send_conflict_notice(holder_token, holder_node);
             true
         } else {

@@ -94,21 +94,13 @@ impl PeerProtocol {
     /// A stranger notice came from `from` under `teller`: drop the players listed at that address
     /// under another token (a new process answers there). Returns whether any was dropped.
     pub(super) fn drop_replaced_player(&mut self, from: &Node, teller: u32) -> bool {
-        let Some(session) = self.session.as_ref() else {
-            return false;
-        };
-        let replaced: Vec<(u8, u32)> = session
-            .players()
-            .iter()
-            .filter(|p| p.token != teller && self.same_node(&p.node, from))
+        let replaced: Vec<(u8, u32)> = self
+            .others_at(from, teller)
             .map(|p| (p.slot, p.token))
             .collect();
         for &(slot, token) in &replaced {
             log::info!("peer: another process answers at the address of the player in slot {slot}; dropping it");
-            if let Some(session) = self.session.as_mut() {
-                session.remove_player(slot, "gone: another process answers at its address");
-            }
-            self.note_departed(token);
+            self.remove_departed(slot, token, "gone: another process answers at its address");
             self.stats.replaced_players_dropped += 1;
         }
         !replaced.is_empty()
