@@ -737,8 +737,9 @@ static int32_t console_line(const char *line, const struct expect_line *e, char 
     }
     check_rc(rc, allowed);
     if (rc >= 0 && strncmp(line, "play ", 5) == 0) {
-        /* the game sees only the demo from now on (its live DISCONNECTED comes when it ends) */
-        forget_players();
+        /* the game polls what it had not polled of the live game and the DISCONNECTED of
+         * leaving it (or of the ended demo still shown) first, then only the demo: the events
+         * say when the players change */
         demo_shown = 1;
     }
     if (rc >= 0 && strncmp(line, "stop", 4) == 0) {

@@ -26,6 +26,12 @@ const EVENT_QUEUE_LIMIT: usize = 65_536;
 /// more between two frames loses the oldest from its recording, with a warning).
 const OWN_OBJECTS_LIMIT: usize = 65_536;
 
+/// The Disconnected of a `stop` that leaves a demo's game for a live game not connected.
+const DEMO_STOPPED: &str = "demo stopped: back to the live game, where you are not connected";
+
+/// The same, when a demo is played while another one that ended is still shown.
+const DEMO_REPLACED: &str = "demo ended: another one is played, and you are not in a live game";
+
 /// Asked for an object's current position right before a time-critical event is sent.
 pub type PositionCallback = Box<dyn FnMut(u32) -> Option<[f32; 3]> + Send>;
 
@@ -65,13 +71,16 @@ pub struct GameInterface {
     /// times: the game's lookups answer as of the event it polls (see `take_fed_events`).
     fed: VecDeque<(Duration, DemoItem)>,
     /// Whether the game sees the demo's players (from `play` until `stop`, also after the
-    /// demo ended, so the last events can still be looked up).
+    /// demo ended, so the last events can still be looked up). The demo's world is empty until
+    /// the game has polled what was queued before the demo (it takes in fed items only then:
+    /// `advance_playback`), so those events are looked up as after a live Disconnected.
     playback_view: bool,
     /// The live game's own slot, from its Connected event to its Disconnected event.
     own_slot: Option<u8>,
-    /// The live game's Disconnected that came while a demo played (the live game was left for
-    /// it, or ended meanwhile): given to the game when the live events show again, so it learns
-    /// it is out of the live game.
+    /// A live game's Disconnected that came while a demo played: given to the game when the
+    /// live events show again, so it learns it is out of the live game. `play` leaves the game
+    /// before the demo starts (its Disconnected is queued ahead of the demo) and no game can be
+    /// joined while a demo is shown, so this only keeps a late one from being lost.
     held_disconnect: Option<GameEvent>,
     /// Whether the last own Connected/Disconnected queued for the game (live or from a demo)
     /// was a Connected: the game then believes it is in a game, and a `stop` that leaves a
@@ -502,8 +511,9 @@ impl GameInterface {
         }
     }
 
-    /// `play FILE`: the game sees the recorded events and states instead of live ones.
-    pub fn start_playback(&mut self, path: &Path, now: Instant) -> NetResult<String> {
+    /// `play FILE`, first half: open the demo, so a file that cannot be played is refused
+    /// before anything changes (the live game is still there to stay in).
+    pub fn open_playback(&self, path: &Path, now: Instant) -> NetResult<(DemoPlayer, String)> {
         if self.recorder.is_some() {
             return Err(NetError::new(ErrorCode::State, "recording (stop first)"));
         }
@@ -526,13 +536,20 @@ impl GameInterface {
                 broken.offset, broken.reason
             ));
         }
-        // What the last demo fed and the game has not polled yet goes to the game first.
-        self.take_all_fed();
-        self.live_events_resume();
+        Ok((player, line))
+    }
+
+    /// `play FILE`, second half: the game sees the recorded events and states instead of live
+    /// ones. What is queued already (the live game's last events and, when `play` left a game,
+    /// its Disconnected; what an ended demo fed) is polled first; the demo's world fills from
+    /// its first event on (see `playback_view`).
+    pub fn begin_playback(&mut self, player: DemoPlayer) {
+        // A finished demo still shown ends as at `stop`, so a game the last demo left in its
+        // game is told it is out of it before the next one starts.
+        self.end_playback_view(DEMO_REPLACED);
         self.playback = PlaybackWorld::default();
         self.playback_view = true;
         self.player = Some(player);
-        Ok(line)
     }
 
     /// `stop`: end recording or playback.
@@ -548,11 +565,11 @@ impl GameInterface {
             ));
         }
         if self.playback_view && self.player.is_none() {
-            self.end_playback_view();
+            self.end_playback_view(DEMO_STOPPED);
             return Ok("playback had finished; showing the live game again".to_string());
         }
         if let Some(player) = self.player.take() {
-            self.end_playback_view();
+            self.end_playback_view(DEMO_STOPPED);
             return Ok(format!(
                 "stopped playback after {} of {}",
                 player.items_played(),
@@ -570,14 +587,13 @@ impl GameInterface {
     /// the demo left the game in its game (a demo played outside a live game), a Disconnected
     /// of its own, so the game never keeps the demo's players seated in its own view while the
     /// lookups no longer know them.
-    fn end_playback_view(&mut self) {
+    fn end_playback_view(&mut self, reason: &str) {
         self.playback_view = false;
         self.take_all_fed();
         self.live_events_resume();
         if self.told_in_game && self.own_slot.is_none() {
             self.queue(GameEvent::Disconnected {
-                reason: "demo stopped: back to the live game, where you are not connected"
-                    .to_string(),
+                reason: reason.to_string(),
             });
         }
     }

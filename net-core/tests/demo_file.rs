@@ -1466,13 +1466,15 @@ fn a_recording_begun_outside_a_game_holds_no_snapshot() {
 }
 
 #[test]
-fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
+fn play_in_a_game_leaves_it_first_and_the_game_hears_so_before_the_demo() {
     // While a demo plays the game sees only the demo. `play` in a game leaves the game first
-    // (the others see the player go, it is not left in their game unseen), says so, shows the
-    // demo's events exactly as recorded, and the live DISCONNECTED comes when the demo ends.
+    // (the others see the player go, it is not left in their game unseen) and says so; the game
+    // then polls what it had not polled of the live game and its DISCONNECTED, as after
+    // `disconnect`, and then the demo's events exactly as recorded.
     let path = TempPath::new("play-in-game");
     let mut live = LiveGame::connected(None);
     let alice_slot = slot_in(live.seen.iter().map(|s| s.event.clone())).expect("alice's slot");
+    let bob_slot = slot_in(live.bob_events.iter().cloned()).expect("bob's slot");
 
     // Alice records bob's chat line, then stops, still in the game.
     console(&mut live.alice, &format!("record {}", path.0.display()));
@@ -1500,6 +1502,18 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
         .map(|s| s.event.clone())
         .collect();
 
+    // Bob joins; alice's frame takes it in, and she types `play` before she polls it (a game
+    // that runs its console before its events). Found by ffi-tests/tests/api_chaos.rs: the
+    // live PLAYER_JOINED came after `play` with the demo's lookups, which did not know bob,
+    // and the game heard it left the live game only when the demo ended.
+    console(&mut live.bob, "join");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while live.alice.game().pending_events() == 0 {
+        assert!(Instant::now() < deadline, "bob's join never reached alice");
+        live.alice.maintain(Instant::now());
+        live.bob.maintain(Instant::now());
+        let _ = live.alice.wait(Duration::from_millis(1));
+    }
     let reply = console(&mut live.alice, &format!("play {}", path.0.display()));
     assert!(
         reply.starts_with("disconnected from the peer game first; playing "),
@@ -1513,14 +1527,11 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
     // Connecting is refused while the demo is shown (its Connected would go unseen).
     assert_connect_refused(&mut live.alice, "connect: a demo is playing (stop first");
 
-    // Alice's game sees the demo and then, once it ends, that it is out of the live game; bob
-    // sees alice leave.
+    // Alice's game sees the rest of the live game, that she left it, then the demo; bob sees
+    // alice leave.
     let mut played = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     while live.alice.game().is_playing()
-        || !played
-            .iter()
-            .any(|e| matches!(e, GameEvent::Disconnected { .. }))
         || !live
             .bob_events
             .iter()
@@ -1542,40 +1553,52 @@ fn play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo() {
         let _ = live.alice.wait(Duration::from_millis(1));
         let _ = live.bob.wait(Duration::from_millis(1));
     }
-    let (demo, after) = played.split_at(played.len() - 1);
-    assert_eq!(&demo[demo.len() - recorded.len()..], &recorded[..]);
-    assert!(
-        demo.iter()
-            .all(|e| !matches!(e, GameEvent::Disconnected { .. })),
-        "no live event while the demo plays: {demo:#?}"
+    let left = played
+        .iter()
+        .position(|e| matches!(e, GameEvent::Disconnected { .. }))
+        .unwrap_or_else(|| panic!("no DISCONNECTED: {played:#?}"));
+    assert_eq!(
+        &played[..left],
+        &[GameEvent::PlayerJoined { slot: bob_slot }],
+        "what alice had not polled of the live game comes first: {played:#?}"
     );
     assert!(
-        matches!(&after[0], GameEvent::Disconnected { .. }),
+        matches!(&played[left], GameEvent::Disconnected { reason } if reason.contains("demo")),
+        "{played:#?}"
+    );
+    // Then the demo, exactly as recorded: the snapshot of the game it was recorded in, then
+    // bob's line.
+    let demo = &played[left + 1..];
+    assert!(
+        matches!(demo.first(), Some(GameEvent::Connected { .. })),
+        "{demo:#?}"
+    );
+    assert_eq!(&demo[demo.len() - recorded.len()..], &recorded[..]);
+
+    // The demo ended in its game (the recording stopped in one): it is shown until `stop`, which
+    // tells the game it is back in the live game, out of a game.
+    let status = console(&mut live.alice, "status");
+    assert!(status.contains("demo finished playing ("), "{status}");
+    assert_connect_refused(&mut live.alice, "connect: a finished demo is still shown");
+    let stop = console(&mut live.alice, "stop");
+    assert!(stop.contains("playback had finished"), "{stop}");
+    let after: Vec<GameEvent> = std::iter::from_fn(|| live.alice.poll_event()).collect();
+    assert!(
+        matches!(&after[..], [GameEvent::Disconnected { reason }] if reason.contains("demo stopped")),
         "{after:#?}"
     );
-    // The DISCONNECTED ends the demo's view with it (see
-    // a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disconnect):
-    // nothing is left to `stop`, and `connect` is taken at once.
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo off"), "{status}");
-    let stop = live.alice.console_exec("stop", Instant::now());
-    assert_eq!(
-        stop.result.err().map(|e| e.code),
-        Some(ErrorCode::State),
-        "{}",
-        stop.output
-    );
     let bob_addr = live.bob_addr.clone();
     console(&mut live.alice, &format!("connect {bob_addr}"));
 }
 
 #[test]
-fn a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disconnect() {
-    // Found by ffi-tests/tests/api_chaos.rs: a demo played in a live game (which `play` leaves)
-    // ended by itself, the game got its held live DISCONNECTED (so it dropped every player from
-    // its view), but the lookups went on answering with the demo's players until `stop`. Now
-    // the demo's view ends with that DISCONNECTED: the lookups know nobody, as live after a
-    // DISCONNECTED, and nothing is left to `stop`.
+fn a_demo_played_in_a_game_is_looked_up_only_after_the_live_events_before_it() {
+    // The lookups follow the events the game polls: the live game's last events and its
+    // DISCONNECTED (queued by `play`, which leaves the game) are handled as after `disconnect`,
+    // with nobody shown; the demo's players show from its first event until `stop`, and after
+    // `stop`'s DISCONNECTED nobody again.
     let path = TempPath::new("ends-after-live");
     let mut live = LiveGame::connected(Some(&path.0));
     let bob_slot = live.join_until_bobs_ship_arrives();
@@ -1588,32 +1611,54 @@ fn a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disc
     );
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !seen
-        .iter()
-        .any(|s: &Seen| matches!(s.event, GameEvent::Disconnected { .. }))
-    {
+    while live.alice.game().is_playing() {
         assert!(Instant::now() < deadline, "{seen:#?}");
         live.alice.maintain(Instant::now());
         poll_and_look_up(&mut live.alice, &mut seen);
         let _ = live.alice.wait(Duration::from_millis(1));
     }
-    assert!(!live.alice.game().is_playing());
-    // While the game handled the demo's events bob was shown; the DISCONNECTED is the last
-    // event and, handling it, the game is shown nobody (the lookups as after a live one).
-    assert!(seen
-        .iter()
-        .any(|s| s.names[usize::from(bob_slot)].as_deref() == Some("bob")));
-    let last = seen.last().expect("the disconnect");
+    poll_and_look_up(&mut live.alice, &mut seen);
+    let first = seen.first().expect("the live DISCONNECTED");
     assert!(
-        matches!(&last.event, GameEvent::Disconnected { reason } if reason.contains("demo")),
+        matches!(&first.event, GameEvent::Disconnected { reason } if reason.contains("demo")),
         "{:?}",
-        last.event
+        first.event
     );
-    assert_eq!(last.names, vec![None; 16], "names at the DISCONNECTED");
+    assert_eq!(
+        first.names,
+        vec![None; 16],
+        "names at the live DISCONNECTED"
+    );
     assert!(
-        last.owners.iter().all(|(_, o)| o.is_none()),
+        first.owners.iter().all(|(_, o)| o.is_none()),
         "{:?}",
-        last.owners
+        first.owners
+    );
+    // The demo's own game: bob is shown while the game handles its events, and after it ended.
+    assert!(
+        seen[1..]
+            .iter()
+            .all(|s| !matches!(s.event, GameEvent::Disconnected { .. })),
+        "{seen:#?}"
+    );
+    let last = seen.last().expect("the demo's last event");
+    assert_eq!(last.names[usize::from(bob_slot)].as_deref(), Some("bob"));
+    assert_eq!(
+        live.alice.player_name(bob_slot).map(|n| n.to_string()),
+        Some("bob".to_string())
+    );
+
+    console(&mut live.alice, "stop");
+    let mut after = Vec::new();
+    poll_and_look_up(&mut live.alice, &mut after);
+    assert!(
+        matches!(&after[..], [Seen { event: GameEvent::Disconnected { reason }, .. }] if reason.contains("demo stopped")),
+        "{after:#?}"
+    );
+    assert_eq!(
+        after[0].names,
+        vec![None; 16],
+        "names at stop's DISCONNECTED"
     );
     assert_eq!(
         live.alice.player_state(bob_slot).map_err(|e| e.code),
@@ -1621,6 +1666,54 @@ fn a_demo_that_ends_after_its_game_left_the_live_one_shows_nobody_after_the_disc
     );
     let status = console(&mut live.alice, "status");
     assert!(status.contains("demo off"), "{status}");
+}
+
+#[test]
+fn a_demo_played_while_an_ended_one_is_shown_tells_the_game_it_left_the_first() {
+    // The first demo ended in its game (its Connected came, no Disconnected): the game believes
+    // it is in that game. A second `play` ends the first demo's view as `stop` would, with a
+    // DISCONNECTED, before the second demo's Connected; before, the second demo's players
+    // replaced the first's in the lookups without a word.
+    let path = TempPath::new("replaced");
+    let mut live = LiveGame::connected(Some(&path.0));
+    console(&mut live.alice, "stop");
+
+    let mut player = Subsystem::new();
+    let mut events = Vec::new();
+    for _ in 0..2 {
+        let reply = player.console_exec(&format!("play {}", path.0.display()), Instant::now());
+        assert!(reply.result.is_ok(), "{}", reply.output);
+        while let Some(due) = player.next_wakeup() {
+            player.maintain(due);
+            events.extend(std::iter::from_fn(|| player.poll_event()));
+        }
+        assert!(!player.game().is_playing());
+    }
+    let own: Vec<&GameEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                GameEvent::Connected { .. } | GameEvent::Disconnected { .. }
+            )
+        })
+        .collect();
+    assert!(
+        matches!(
+            &own[..],
+            [
+                GameEvent::Connected { .. },
+                GameEvent::Disconnected { reason },
+                GameEvent::Connected { .. }
+            ] if reason.starts_with("demo ended: another one is played")
+        ),
+        "{events:#?}"
+    );
+    let stop = console(&mut player, "stop");
+    assert!(stop.contains("playback had finished"), "{stop}");
+    assert!(
+        matches!(player.poll_event(), Some(GameEvent::Disconnected { reason }) if reason.starts_with("demo stopped")),
+    );
 }
 
 #[test]
@@ -1992,8 +2085,8 @@ fn stop_after_a_demo_played_outside_a_game_tells_the_game_it_left_the_demos_game
     // a live game saw the demo's CONNECTED and its players arrive, and after `stop` the lookups
     // knew nobody, but no event told the game: it kept the demo's players seated in its own
     // view for good. Now `stop` ends the demo's game with a DISCONNECTED of its own, whether the
-    // demo had ended or was still playing (a game in a live game gets the live one instead:
-    // play_in_a_game_leaves_it_first_and_the_game_hears_so_after_the_demo).
+    // demo had ended or was still playing (a game in a live game gets the live one before the
+    // demo, and this one too: play_in_a_game_leaves_it_first_and_the_game_hears_so_before_the_demo).
     let path = TempPath::new("played-outside");
     let mut live = LiveGame::connected(Some(&path.0));
     console(&mut live.alice, "stop");

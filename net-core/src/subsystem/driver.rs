@@ -405,12 +405,15 @@ impl Subsystem {
 
     /// `play FILE`. In a game (or while connecting) the game is left first, and the reply says
     /// so: while a demo plays the game sees only the demo, so staying would leave the player in
-    /// the others' game while its events went unseen. The live DISCONNECTED comes when the demo
-    /// ends or is stopped (`GameInterface::deliver` holds it), so the game sees the demo's
-    /// events exactly as recorded and then learns it is out of the live game.
+    /// the others' game while its events went unseen. The game polls what it had not polled of
+    /// the live game and its DISCONNECTED first, as after `disconnect`, and then the demo's
+    /// events exactly as recorded (`GameInterface::begin_playback`). A file that cannot be
+    /// played is refused before the game is left.
     pub fn start_playback(&mut self, path: &Path, now: Instant) -> NetResult<String> {
-        let line = self.game.start_playback(path, now)?;
-        Ok(self.leave_first(now, "left the game to play a demo")? + &line)
+        let (player, line) = self.game.open_playback(path, now)?;
+        let left = self.leave_first(now, "left the game to play a demo")?;
+        self.game.begin_playback(player);
+        Ok(left + &line)
     }
 
     /// Leave the game (or stop connecting) before a command that needs it left (`net.subsys`,
