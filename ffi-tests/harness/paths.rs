@@ -162,6 +162,35 @@ fn stale_copy(uplifted: &Path, built: &Path) -> Option<String> {
     ))
 }
 
+/// Why the program `binary` is older than the code it is built from (`sources`: files, or
+/// directories searched for `.rs` files and `Cargo.toml`), if it is: the file changed last
+/// after it. `cargo test -p parsec-net-ffi-tests` rebuilds the library as a dev-dependency but
+/// not the `parsecnet` binary, so a test of a changed server would run the old one.
+pub fn stale_binary(binary: &Path, sources: &[PathBuf]) -> Option<String> {
+    let built = binary.metadata().ok()?.modified().ok()?;
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    let mut pending: Vec<PathBuf> = sources.to_vec();
+    while let Some(path) = pending.pop() {
+        let Ok(meta) = path.metadata() else { continue };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                pending.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
+            }
+            continue;
+        }
+        let is_code = path.extension().is_some_and(|e| e == "rs")
+            || path.file_name().is_some_and(|n| n == "Cargo.toml");
+        let Ok(modified) = meta.modified() else {
+            continue;
+        };
+        if is_code && newest.as_ref().is_none_or(|(t, _)| modified > *t) {
+            newest = Some((modified, path));
+        }
+    }
+    let (changed, file) = newest?;
+    (changed > built).then(|| format!("is older than {}", file.display()))
+}
+
 /// The newest of `<profile>/<file>` and `<profile>/deps/<file>`.
 fn library(profile_dir: &Path, file: &str) -> PathBuf {
     let candidates = [profile_dir.join(file), profile_dir.join("deps").join(file)];
@@ -183,7 +212,7 @@ fn library(profile_dir: &Path, file: &str) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::stale_copy;
+    use super::{stale_binary, stale_copy};
     use std::time::{Duration, SystemTime};
 
     #[test]
@@ -214,6 +243,39 @@ mod tests {
         std::fs::remove_file(&uplifted).unwrap();
         std::fs::hard_link(&built, &uplifted).unwrap();
         assert!(stale_copy(&uplifted, &built).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_program_older_than_a_source_file_is_stale() {
+        let dir = std::env::temp_dir().join(format!("parsec-binary-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src/nested")).unwrap();
+        let (binary, source) = (dir.join("parsecnet"), dir.join("src/nested/lib.rs"));
+        std::fs::write(&source, b"fn main() {}").unwrap();
+        std::fs::write(dir.join("src/notes.txt"), b"").unwrap();
+        std::fs::write(&binary, b"program").unwrap();
+        let at = |path: &std::path::Path, age: u64| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(age))
+                .unwrap();
+        };
+        let sources = [dir.join("src")];
+        at(&source, 120);
+        at(&binary, 60);
+        assert_eq!(stale_binary(&binary, &sources), None);
+        // A source changed after the build (another kind of file does not count).
+        at(&source, 30);
+        at(&dir.join("src/notes.txt"), 120);
+        let reason = stale_binary(&binary, &sources).expect("stale");
+        assert!(reason.contains("lib.rs"), "{reason}");
+        at(&source, 120);
+        at(&dir.join("src/notes.txt"), 10);
+        assert_eq!(stale_binary(&binary, &sources), None);
+        // No program: nothing to call stale (its absence is reported where it is run).
+        assert_eq!(stale_binary(&dir.join("missing"), &sources), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::live::Running;
-use crate::paths::paths;
+use crate::paths::{paths, stale_binary};
 use crate::process::Output;
 
 /// How long a server may take to print the line with its addresses.
@@ -17,13 +17,33 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a server may take to stop after SIGTERM.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `target/<profile>/parsecnet`, or a panic saying how to build it.
+/// `target/<profile>/parsecnet`, or a panic saying how to build it when it is missing or
+/// older than the code it is built from.
 pub fn parsecnet() -> PathBuf {
     let path = paths().profile_dir.join("parsecnet");
     if !path.is_file() {
         panic!(
             "the parsecnet binary is missing ({}): build it with `cargo build --workspace` \
              before `cargo test -p parsec-net-ffi-tests` (a test-only build does not make it)",
+            path.display()
+        );
+    }
+    let repo = paths()
+        .source_dir
+        .parent()
+        .expect("ffi-tests is in the repository");
+    let sources = [
+        "src",
+        "net-core/src",
+        "Cargo.toml",
+        "net-core/Cargo.toml",
+        "build.rs",
+    ]
+    .map(|p| repo.join(p));
+    if let Some(reason) = stale_binary(&path, &sources) {
+        panic!(
+            "{} {reason}: run `cargo build --workspace` before the tests (a test-only build \
+             does not rebuild it, and the test would run the old program)",
             path.display()
         );
     }

@@ -2079,8 +2079,12 @@ fn decodes_a_live_peer_to_peer_session() {
         return;
     }
     let started = Instant::now();
-    let parsecnet = paths().profile_dir.join("parsecnet");
-    let have_console = parsecnet.exists();
+    let have_console = paths().profile_dir.join("parsecnet").exists();
+    let parsecnet = if have_console {
+        parsec_net_ffi_tests::server::parsecnet()
+    } else {
+        PathBuf::new()
+    };
     let game = Build::c("c/peer_game.c").build();
     let ports = free_loopback_ports(5);
     let console_sides = [
