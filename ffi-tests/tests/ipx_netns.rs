@@ -16,7 +16,10 @@
 //!   sender; docs/decisions.md, "A backend switch during a game reconnects": nothing queued is
 //!   lost or delivered twice). The one thing the decisions allow is that a number queued while
 //!   the receiver was not in the sender's game (away switching, not found again yet) never
-//!   arrives: those are reported, not failed. Any duplicate or reordering fails.
+//!   arrives: those are reported, not failed. Any duplicate or reordering fails. The same again
+//!   with games that connected by UDP address: IPX cannot read that address, so they look for
+//!   each other by broadcast after `net.api ipx` (the reply says why), and connect to their
+//!   addresses again after `net.api udp`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -262,6 +265,20 @@ fn switch_all(games: &mut [LiveGame], names: &[&str], api: &str, words: &str) ->
 
 #[test]
 fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
+    switch_udp_to_ipx_and_back(false);
+}
+
+/// The same with games that connected to each other's UDP address: that address means nothing
+/// to the IPX backend, so after `net.api ipx` they look for each other by broadcast (the reply
+/// says why), and after `net.api udp` they connect to their addresses again.
+#[test]
+fn peers_that_connected_by_address_find_each_other_by_broadcast_after_switching_to_ipx() {
+    switch_udp_to_ipx_and_back(true);
+}
+
+/// Three games reach a game over UDP (by broadcast, or `by_address`: the first to the second's
+/// address, the others to the first's), then switch to IPX and back while each sends a series.
+fn switch_udp_to_ipx_and_back(by_address: bool) {
     if skip() {
         return;
     }
@@ -279,7 +296,8 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
         .enumerate()
         .map(|(i, name)| {
             let mut command = game_command(&lan, i, &program, &backends);
-            command.args(game_args(name, &setup, None, 2, DURATION_MS, 0));
+            let peer = by_address.then(|| lan.address(usize::from(i == 0)));
+            command.args(game_args(name, &setup, peer.as_deref(), 2, DURATION_MS, 0));
             command.args(["--control", "--series-ms", SERIES_MS]);
             LiveGame::spawn(name, command, false)
         })
@@ -294,6 +312,22 @@ fn switching_udp_to_ipx_and_back_in_a_running_peer_session() {
     }
     std::thread::sleep(DWELL);
     let to_ipx = switch_all(&mut games, &names, "ipx", "over ipx from");
+    if by_address {
+        for game in games.iter_mut() {
+            let lines = game.process.lines_from(0);
+            let report = parse(&lines.join("\n"));
+            let said_why = report.execs.iter().any(|(_, line, reply)| {
+                line == "net.api ipx"
+                    && reply.contains("looking for other players (broadcast), since '")
+                    && reply.contains("is not an address for the ipx backend")
+            });
+            if !said_why {
+                game.fail(
+                    "`net.api ipx` did not say it looks for the others by broadcast, and why",
+                );
+            }
+        }
+    }
     std::thread::sleep(DWELL);
     let to_udp = switch_all(&mut games, &names, "udp", "back on udp from");
     std::thread::sleep(DWELL);

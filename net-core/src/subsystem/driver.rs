@@ -373,14 +373,41 @@ impl Subsystem {
         self.maintain(now);
         let switched = self.switch_to_backend(backend);
         // Connect again over whichever backend is active now (the old one if the switch failed).
-        let reconnect = self.connect(now, target.as_deref());
+        let (usable, by_broadcast) = self.target_for_reconnect(target.clone());
+        let reconnect = self.connect(now, usable.as_deref());
+        if usable.is_none() {
+            // Kept for a later switch back to a backend that reads it.
+            self.last_target = target;
+        }
         match (switched, reconnect) {
-            (Ok(line), Ok(again)) => Ok(format!("{line}; left the game and {again}")),
+            (Ok(line), Ok(again)) => Ok(format!("{line}; left the game and {again}{by_broadcast}")),
             (Ok(line), Err(err)) => Err(NetError::new(
                 err.code,
                 format!("{line}; but could not connect again: {err}"),
             )),
             (Err(err), _) => Err(err),
+        }
+    }
+
+    /// The address to connect to again after a backend switch: the game's last `connect`
+    /// address, unless the peer-to-peer game was found there over another kind of backend and the
+    /// active one cannot read it (a UDP address after `net.api ipx`): then the others are looked
+    /// for by broadcast, as `connect` without an address does (the address is kept for a switch
+    /// back), and the second value says why for the reply (empty otherwise). A server address is kept: it is read by the TCP connection,
+    /// not by the backend.
+    fn target_for_reconnect(&self, target: Option<String>) -> (Option<String>, String) {
+        let Some(text) = target else {
+            return (None, String::new());
+        };
+        if self.protocol_kind != ProtocolKind::Peer {
+            return (Some(text), String::new());
+        }
+        let Ok(backend) = self.backend() else {
+            return (Some(text), String::new());
+        };
+        match backend.parse_node(&text, DEFAULT_CLIENT_PORT) {
+            Ok(_) => (Some(text), String::new()),
+            Err(err) => (None, format!(", since {err}")),
         }
     }
 
