@@ -371,10 +371,13 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // undecided gave a newcomer a list with the departed player and not its new session, and
     // the two never met (226 4459); a player that had just seated a newcomer at a higher node
     // left the others' requests to it before it had heard from it, and one of them ended its
-    // connect loop meanwhile and started a game of its own (12352).
-    const REGRESSIONS: [u64; 16] = [
+    // connect loop meanwhile and started a game of its own (12352); a newcomer that had yielded
+    // to another newcomer, which was seated before the request reached it and then switched
+    // away, asked the dead node for its slot while a third newcomer at a higher node started a
+    // game alone (23365).
+    const REGRESSIONS: [u64; 17] = [
         219, 226, 1059, 3333, 3451, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188, 9119,
-        12352,
+        12352, 23365,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {

@@ -311,6 +311,48 @@ fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_sur
     assert!(everyone_agrees(&net, 2), "survivors found each other");
 }
 
+#[test]
+fn slaves_whose_master_died_ask_a_higher_peer_that_starts_connecting_for_their_slot() {
+    // The two slaves of a temporary master that died without a word (before, they waited out
+    // their 20 slot requests, about 13.4 s, while a newcomer at a higher node started a game
+    // alone; found by randomly timed switches in peer_resume.rs, seed 23365). A higher node
+    // that is still looking for players wins the election over their master: they ask it.
+    let profile = LinkProfile {
+        latency: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let mut net: Network<PeerNode> = Network::new(3, 5, profile);
+    let start = net.now();
+    for (i, token) in [(0, 100), (1, 101), (2, 102)] {
+        let mut node = PeerNode::new(i);
+        node.connect(net.now(), token);
+        net.start(i, node);
+        net.run_until(
+            start + Duration::from_millis(20 * (i as u64 + 1)),
+            check_invariants,
+        );
+    }
+    net.run_until(start + Duration::from_millis(1200), check_invariants);
+    net.crash(2);
+    net.run_for(Duration::from_millis(700));
+    let newcomer = net.add_node();
+    let mut node = PeerNode::new(newcomer);
+    node.connect(net.now(), 103);
+    net.start(newcomer, node);
+    // Its connect loop (10 requests 330 ms apart), then the seats.
+    net.run_for(Duration::from_secs(5));
+    assert!(
+        everyone_agrees(&net, 3),
+        "{:?}",
+        net.running()
+            .map(|(i, p)| format!("{i}: {}", p.proto.describe()))
+            .collect::<Vec<_>>()
+    );
+    for i in 0..2 {
+        assert!(net.endpoint(i).unwrap().errors().is_empty());
+    }
+}
+
 /// A slave yields as soon as its master's connect loop starts, and is seated only when that
 /// loop ends: a slot wait (`slot_tries` x `slot_interval`) not longer than the connect loop
 /// (`connect_tries` x `connect_interval`) gives up first, which is why the console warns

@@ -708,6 +708,26 @@ impl PeerProtocol {
                     return;
                 }
                 self.queue_and_pass_on(from, packet.header.token, events);
+                // A higher node is still looking for players: it wins the election over this
+                // slave's master, which yields to it when it hears it too. Ask it for the slot
+                // from now on: the master may be gone without a word (it was seated elsewhere
+                // before this slave's request reached it, then left), and would leave this slave
+                // to wait out `slot_tries` while the others start a game without it.
+                if (self.order())(&from, &master) == std::cmp::Ordering::Greater {
+                    log::debug!("peer: a higher node is connecting; asking it for the slot");
+                    // It is this slave's master now, not a requester this slave holds; the old
+                    // master, alive, yields to it with its own request (dead, it has none).
+                    let order = Arc::clone(self.order());
+                    self.queue.retain(|r| {
+                        r.token != packet.header.token
+                            && order(&r.node, &master) != std::cmp::Ordering::Equal
+                    });
+                    self.phase = Phase::SlotRequest {
+                        master: from,
+                        tries: 0,
+                        next: now,
+                    };
+                }
             }
             PacketType::ConnectReply => self.take_reply(now, from, packet, events),
             PacketType::ConnectRefused => self.take_refusal(events),
@@ -790,12 +810,19 @@ impl PeerProtocol {
     /// keep them for its own SLOT_REQUESTs and pass them on to its master at once.
     fn queue_and_pass_on(&mut self, from: Node, sender_token: u32, events: &[WireEvent]) {
         let my_token = self.my_token();
+        let master = match self.phase {
+            Phase::SlotRequest { master, .. } => Some(master),
+            _ => None,
+        };
         let requests: Vec<ConnectRequest> = Self::requests_in(events, &from, sender_token)
             .into_iter()
             .filter(|r| r.token != my_token)
             .collect();
+        // The master's own request (passed down by a slave that heard it) is not one to hold.
         for r in &requests {
-            self.queue_for_startup(r);
+            if !master.is_some_and(|m| self.same_node(&r.node, &m)) {
+                self.queue_for_startup(r);
+            }
         }
         self.pass_on_to_master(requests);
     }
