@@ -261,10 +261,9 @@ fn a_game_full_refusal_after_a_short_connect_loop_says_the_newcomer_reconnects()
     }
 }
 
-#[test]
-fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_survivors() {
-    // Three peers start together; the highest node becomes temporary master and dies while the
-    // other two wait in the slot-request loop.
+/// Three peers started 20 ms apart, 1.2 s later: the highest (node 2) is the temporary master
+/// in its connect loop, nodes 0 and 1 wait for their slots. Also returns the start time.
+fn slaves_of_a_temporary_master_at_node_2() -> (Network<PeerNode>, std::time::Instant) {
     let profile = LinkProfile {
         latency: Duration::from_millis(5),
         ..Default::default()
@@ -281,6 +280,14 @@ fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_sur
         );
     }
     net.run_until(start + Duration::from_millis(1200), check_invariants);
+    (net, start)
+}
+
+#[test]
+fn a_slave_whose_temporary_master_dies_times_out_and_connects_again_with_the_survivors() {
+    // Three peers start together; the highest node becomes temporary master and dies while the
+    // other two wait in the slot-request loop.
+    let (mut net, start) = slaves_of_a_temporary_master_at_node_2();
     for i in 0..2 {
         let described = net.endpoint(i).unwrap().proto.describe();
         assert!(
@@ -317,22 +324,7 @@ fn slaves_whose_master_died_ask_a_higher_peer_that_starts_connecting_for_their_s
     // their 20 slot requests, about 13.4 s, while a newcomer at a higher node started a game
     // alone; found by randomly timed switches in peer_resume.rs, seed 23365). A higher node
     // that is still looking for players wins the election over their master: they ask it.
-    let profile = LinkProfile {
-        latency: Duration::from_millis(5),
-        ..Default::default()
-    };
-    let mut net: Network<PeerNode> = Network::new(3, 5, profile);
-    let start = net.now();
-    for (i, token) in [(0, 100), (1, 101), (2, 102)] {
-        let mut node = PeerNode::new(i);
-        node.connect(net.now(), token);
-        net.start(i, node);
-        net.run_until(
-            start + Duration::from_millis(20 * (i as u64 + 1)),
-            check_invariants,
-        );
-    }
-    net.run_until(start + Duration::from_millis(1200), check_invariants);
+    let (mut net, _) = slaves_of_a_temporary_master_at_node_2();
     net.crash(2);
     net.run_for(Duration::from_millis(700));
     let newcomer = net.add_node();
