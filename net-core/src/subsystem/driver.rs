@@ -688,6 +688,16 @@ impl Subsystem {
         if let Some(session) = protocol.session_mut() {
             if self.game.is_recording() != session.is_state_tapped() {
                 session.set_state_tap(self.game.is_recording());
+                if self.game.is_recording() {
+                    // A session made in this frame (the game was seated while recording) had
+                    // no tap yet: the states its players got in this frame, which the game's
+                    // lookups show after it, are recorded now, after the frame's events.
+                    for player in session.players().iter() {
+                        if player.state_time.is_some() {
+                            self.game.state_update(now, player.slot, player.state);
+                        }
+                    }
+                }
             }
             // Recorded as the game's lookups show it after this frame: a state whose player
             // left (or was replaced) in the same frame, or that a later one of the frame
