@@ -223,7 +223,8 @@ fn peer_renames_silence_drops_reconnects_and_departures_play_back_as_live() {
     let record = format!("record {}", file.display());
     let ports = free_loopback_ports(4);
     // alice keeps the default 20 s timeout: bob, stopped for a few seconds, is dropped by carol
-    // (and drops the others himself) but is still seated at alice when he comes back.
+    // but is still seated at alice when he comes back (he does not drop the others for his own
+    // silence, see `Session::credit_own_stall`).
     let alice = peer(&program, "alice", ports[0], ports[1], &[record.as_str()]);
     let mut bob = peer(&program, "bob", ports[1], ports[0], &["net.timeout 2"]);
     let mut carol = peer(&program, "carol", ports[2], ports[0], &["net.timeout 2"]);

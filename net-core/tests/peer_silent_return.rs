@@ -94,3 +94,87 @@ fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {
         net.endpoint(2).unwrap().proto.describe()
     );
 }
+
+/// Start three peers (node 2 the highest) with the given `net.timeout`s and let them meet.
+fn three_met(timeouts: [u64; 3], seed: u64) -> Network<PeerNode> {
+    let profile = LinkProfile {
+        latency: Duration::from_millis(1),
+        ..Default::default()
+    };
+    let mut net: Network<PeerNode> = Network::new(3, seed, profile);
+    let start = net.now();
+    for (i, secs) in timeouts.into_iter().enumerate() {
+        let mut node = PeerNode::new(i);
+        node.session_config = SessionConfig {
+            peer_timeout: Duration::from_secs(secs),
+            ..SessionConfig::default()
+        };
+        node.connect(net.now(), 0x100 + i as u32);
+        net.start(i, node);
+        net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
+    }
+    net.run_until(start + Duration::from_secs(10), |_| {});
+    assert!(everyone_agrees(&net, 3), "the three are in one game");
+    net
+}
+
+/// The process stopped (SIGSTOP, a debugger, a machine suspended) inside `NETs_MaintainNet`,
+/// after the frame read the clock and before it received: when it runs again, that frame reads
+/// what waited in the socket with the time from before the stop, and the next frame's timers
+/// see the others silent since then. It must not drop them for that: the silence was its own.
+/// (The C test `demo_player_table` met this about once in 60 runs: the stopped peer, at the
+/// highest node, dropped the player that had dropped it, won the two games' contest over it,
+/// and was never told it had been dropped.)
+#[test]
+fn a_peer_stopped_inside_a_frame_does_not_drop_the_others_for_its_own_silence() {
+    // Node 1 drops the stopped node 2 after 2 s; node 0 keeps it (20 s), as in the C test.
+    let mut net = three_met([20, 2, 2], 5);
+    let stopped_slot = net.endpoint(2).unwrap().slot().unwrap();
+    let dropper_slot = net.endpoint(1).unwrap().slot().unwrap();
+    let seen = net.endpoint(2).unwrap().events.len();
+    let stop = net.now();
+    net.endpoint_mut(2).unwrap().freeze(stop);
+    net.run_until(stop + Duration::from_millis(2500), |_| {});
+    assert!(
+        net.endpoint(1).unwrap().events.iter().any(|e| matches!(e,
+            GameEvent::PlayerDisconnected { slot, reason }
+                if *slot == stopped_slot && reason == "no packets for 2 s")),
+        "node 1 dropped the stopped peer"
+    );
+    net.endpoint_mut(2).unwrap().thaw();
+    let woke = net.now();
+    net.run_until(woke + Duration::from_secs(8), |_| {});
+
+    let back = net.endpoint(2).unwrap();
+    let after = &back.events[seen..];
+    let dropped_others: Vec<&GameEvent> = after
+        .iter()
+        .filter(|e| matches!(e, GameEvent::PlayerDisconnected { reason, .. } if reason.starts_with("no packets")))
+        .collect();
+    assert!(
+        dropped_others.is_empty(),
+        "the stopped peer dropped others for its own silence: {dropped_others:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|e| matches!(e, GameEvent::Disconnected { reason }
+            if reason.contains("dropped") && reason.contains("reconnecting"))),
+        "the stopped peer was told it had been dropped: {after:?}"
+    );
+    assert!(
+        everyone_agrees(&net, 3),
+        "the three are in one game again: {} / {} / {}",
+        net.endpoint(0).unwrap().proto.describe(),
+        net.endpoint(1).unwrap().proto.describe(),
+        net.endpoint(2).unwrap().proto.describe()
+    );
+    // Node 1 stayed in its game: it was the stopped peer that left and came back.
+    assert_eq!(net.endpoint(1).unwrap().slot(), Some(dropper_slot));
+    assert!(!net
+        .endpoint(1)
+        .unwrap()
+        .events
+        .iter()
+        .any(|e| matches!(e, GameEvent::Disconnected { .. })));
+}

@@ -121,8 +121,8 @@ pub fn status(sub: &mut Subsystem, _name: &str, args: &str, now: Instant) -> Net
         let e = session.early_events();
         let _ = writeln!(
             out,
-            "links: rebinds {}, impostors refused {}, earlier-session claims refused {}; resumed links {}, events sent again {}, parked {}, given up {}, answer timeouts {}; events before their player {} (delivered unknown {})",
-            s.rebinds, s.impostors, s.earlier_claims_refused, r.resumed, r.events_carried, r.parked, r.events_dropped, r.hold_timeouts, e.held, e.released_unknown
+            "links: rebinds {}, impostors refused {}, earlier-session claims refused {}; resumed links {}, events sent again {}, parked {}, given up {}, answer timeouts {}; events before their player {} (delivered unknown {}); players dropped for silence {}, own stalls not counted as their silence {}",
+            s.rebinds, s.impostors, s.earlier_claims_refused, r.resumed, r.events_carried, r.parked, r.events_dropped, r.hold_timeouts, e.held, e.released_unknown, s.players_timed_out, s.own_stalls
         );
     }
     let settings = sub.settings();

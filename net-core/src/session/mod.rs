@@ -63,6 +63,10 @@ pub fn may_rebind(
         && now.saturating_duration_since(last_heard) >= REBIND_SILENCE
 }
 
+/// The longest gap between two calls into a session that counts as the process listening all
+/// along (`Session::credit_own_stall`); a game frame is far shorter.
+pub const OWN_STALL_ALLOWANCE: Duration = Duration::from_secs(1);
+
 /// How many copies of what its links still owe a leaving player sends after its last packet
 /// (`Session::farewell_copies`).
 pub const FAREWELL_COPIES: usize = 2;
@@ -202,6 +206,9 @@ pub struct SessionStats {
     pub events_received: u64,
     pub states_received: u64,
     pub players_timed_out: u64,
+    /// Gaps between calls longer than the process's own stall allowance: the others' silence
+    /// was counted without them (`Session::credit_own_stall`).
+    pub own_stalls: u64,
     pub encode_errors: u64,
     /// Players whose packets moved to a new address (NAT rebinding).
     pub rebinds: u64,
@@ -306,6 +313,9 @@ pub struct Session {
     rename_hold_since: Option<Instant>,
     /// The time of the last packet or timer handled (when a name wait began).
     clock: Instant,
+    /// The latest time any call gave the session: a long gap before the next one is this
+    /// process's own stall (see `credit_own_stall`).
+    last_run: Instant,
     /// Where this session's next link starts numbering.
     numbering: LinkNumbering,
     stats: SessionStats,
@@ -384,6 +394,7 @@ impl Session {
             rename_holds: VecDeque::new(),
             rename_hold_since: None,
             clock: now,
+            last_run: now,
             numbering: LinkNumbering::new(token),
             stats: SessionStats::default(),
             recent: recent::RecentRates::new(now),
@@ -1020,6 +1031,7 @@ impl Session {
         packet: &DecodedPacket,
         events: &[WireEvent],
     ) -> Result<(), Rejection> {
+        self.credit_own_stall(now);
         let result = self.accept_packet(now, from, packet, events);
         match result {
             Ok(()) => self.stats.packets_accepted += 1,
@@ -1532,6 +1544,7 @@ impl Session {
     /// The next datagram to send, written into `buf` (at least `max_payload` bytes): returns the
     /// destination and length. Call until it returns None.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(Node, usize)> {
+        self.credit_own_stall(now);
         self.advance_tick(now);
         if self.remotes.iter().any(|r| r.hello_due) {
             self.queue_due_hellos();
@@ -1755,6 +1768,7 @@ impl Session {
     /// Run timers: drop remotes silent for `peer_timeout`. Returns the slots dropped (mesh),
     /// each with the token and node the player had, and whether the server went silent (star).
     pub fn handle_timeout(&mut self, now: Instant) -> (Vec<(u8, u32, Node)>, bool) {
+        self.credit_own_stall(now);
         self.advance_tick(now);
         self.settle_claims(now);
         self.resume.expire(now);
@@ -1825,6 +1839,42 @@ impl Session {
             }
         }
         (dropped, server_silent)
+    }
+
+    /// Silence is counted only over time this process ran. A process stopped for a while (a
+    /// debugger, SIGSTOP, a suspended machine, a frame that took seconds) heard nothing in that
+    /// time because it did not listen; when it was stopped inside a frame, after the frame read
+    /// the clock, that frame even reads what waited in the socket with the time from before the
+    /// stop. So when the gap since the last call is longer than `own_stall_allowance`, every
+    /// remote's and player's last-heard time moves forward by the excess (never past `now`):
+    /// the others are not dropped for this process's own silence. A game that calls less often
+    /// than the allowance only makes a dead peer's drop that much slower.
+    fn credit_own_stall(&mut self, now: Instant) {
+        let gap = now.saturating_duration_since(self.last_run);
+        self.last_run = self.last_run.max(now);
+        let Some(credit) = gap.checked_sub(self.own_stall_allowance()) else {
+            return;
+        };
+        if credit.is_zero() || self.remotes.is_empty() {
+            return;
+        }
+        self.stats.own_stalls += 1;
+        log::info!(
+            "session: this process did not run for {} ms; the others' silence is counted without it",
+            gap.as_millis()
+        );
+        for remote in &mut self.remotes {
+            remote.last_heard = (remote.last_heard + credit).min(now);
+        }
+        for player in self.players.iter_mut() {
+            player.last_heard = (player.last_heard + credit).min(now);
+        }
+    }
+
+    /// The longest gap between two calls that still counts as listening: a second, or half the
+    /// silence that drops a player if that is shorter.
+    fn own_stall_allowance(&self) -> Duration {
+        OWN_STALL_ALLOWANCE.min(self.config.peer_timeout / 2)
     }
 
     /// The next event for the game.

@@ -4,3 +4,4 @@ pub mod peer_node;
 pub mod relay_client;
 pub mod seeds;
 pub mod sessions;
+pub mod sim_log;

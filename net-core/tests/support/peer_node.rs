@@ -13,6 +13,11 @@ use net_core::session::{GameEvent, NodeSameHost, ResumeState, SessionConfig};
 use net_core::sim::{self, Endpoint, Rng, Transmit};
 use net_core::Node;
 
+use super::sim_log;
+
+/// A datagram that waits in a frozen node's socket: its sender and bytes.
+type Waiting = (Node, Vec<u8>);
+
 pub struct PeerNode {
     pub proto: PeerProtocol,
     /// The simulated network node (address) it uses.
@@ -25,6 +30,9 @@ pub struct PeerNode {
     /// Which simulated nodes are on one host (its next connect uses it): by default every
     /// node is a host of its own.
     pub same_host: NodeSameHost,
+    /// While its process is stopped inside a frame (see `freeze`): the clock that frame read,
+    /// and the datagrams that wait in its socket meanwhile.
+    frozen: Option<(Instant, Vec<Waiting>)>,
     buf: Vec<u8>,
 }
 
@@ -37,6 +45,7 @@ impl PeerNode {
             outbox: VecDeque::new(),
             session_config: SessionConfig::default(),
             same_host: Arc::new(|a: &Node, b: &Node| a == b),
+            frozen: None,
             buf: vec![0; 1400],
         }
     }
@@ -69,6 +78,12 @@ impl PeerNode {
         target: Option<Node>,
         resume: Option<ResumeState>,
     ) {
+        sim_log::enter(self.index, now);
+        sim_log::log_line(&format!(
+            "connect as token {token:x} to {:?}, resuming: {}",
+            target.as_ref().and_then(sim::node_index),
+            resume.is_some()
+        ));
         let params = ConnectParams {
             target,
             broadcast: Some(sim::broadcast_node()),
@@ -84,6 +99,31 @@ impl PeerNode {
             resume: resume.map(Arc::new),
         };
         self.proto.connect(now, params).expect("connect starts");
+    }
+
+    /// Stop the process in the middle of a frame, after the frame read the clock (`now`) and
+    /// before it received: nothing runs and nothing is sent until `thaw`, and what arrives
+    /// waits in the socket.
+    pub fn freeze(&mut self, now: Instant) {
+        self.frozen = Some((now, Vec::new()));
+    }
+
+    /// Wake the process: the stopped frame goes on with the clock it read before the stop, so
+    /// it reads everything that waited with that time, runs its timers and sends; the frames
+    /// after it read the clock again.
+    pub fn thaw(&mut self) {
+        let Some((then, waiting)) = self.frozen.take() else {
+            return;
+        };
+        sim_log::enter(self.index, then);
+        for (from, data) in waiting {
+            sim_log::packet("<- (waited)", &from, &data);
+            self.proto.handle_datagram(then, from, &data);
+        }
+        if self.proto.poll_timeout().is_some_and(|t| t <= then) {
+            self.proto.handle_timeout(then);
+        }
+        self.drain();
     }
 
     pub fn slot(&self) -> Option<u8> {
@@ -107,20 +147,36 @@ impl PeerNode {
 
 impl Endpoint for PeerNode {
     fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
+        if let Some((_, waiting)) = self.frozen.as_mut() {
+            waiting.push((from, data.to_vec()));
+            return;
+        }
+        sim_log::enter(self.index, now);
+        sim_log::packet("<-", &from, data);
         self.proto.handle_datagram(now, from, data);
         self.drain();
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        if self.frozen.is_some() {
+            return;
+        }
+        sim_log::enter(self.index, now);
         self.proto.handle_timeout(now);
         self.drain();
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if self.frozen.is_some() {
+            return None;
+        }
+        sim_log::enter(self.index, now);
         if let Some(transmit) = self.outbox.pop_front() {
+            sim_log::packet("-> (test)", &transmit.to, &transmit.data);
             return Some(transmit);
         }
         let (to, len) = self.proto.poll_transmit(now, &mut self.buf)?;
+        sim_log::packet("->", &to, &self.buf[..len]);
         Some(Transmit {
             to,
             data: self.buf[..len].to_vec(),
@@ -128,6 +184,9 @@ impl Endpoint for PeerNode {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
+        if self.frozen.is_some() {
+            return None;
+        }
         self.proto.poll_timeout()
     }
 }
