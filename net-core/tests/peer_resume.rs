@@ -250,6 +250,8 @@ impl Run {
         self.net.crash(old);
         let new = self.net.add_node();
         let token = random_token(&mut self.rng);
+        support::sim_log::enter(new, self.net.now());
+        support::sim_log::log_line(&format!("player {player} switches from node {old}"));
         let mut node = PeerNode::new(new);
         node.connect_resuming(self.net.now(), token, Some(resume));
         self.net.start(new, node);
@@ -384,10 +386,13 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // connect loop meanwhile and started a game of its own (12352); a newcomer that had yielded
     // to another newcomer, which was seated before the request reached it and then switched
     // away, asked the dead node for its slot while a third newcomer at a higher node started a
-    // game alone (23365).
-    const REGRESSIONS: [u64; 17] = [
+    // game alone (23365); a player a peer had seated in a slot another had already given was
+    // moved out of it by the slot's real player and seated again in its own with a new link,
+    // and the events queued on the first were lost when the peer switched before the two had
+    // finished resuming (74099).
+    const REGRESSIONS: [u64; 18] = [
         219, 226, 1059, 3333, 3451, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188, 9119,
-        12352, 23365,
+        12352, 23365, 74099,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {

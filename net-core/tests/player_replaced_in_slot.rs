@@ -16,7 +16,7 @@ use net_core::rmev::{RemoteEvent, ShipState};
 use net_core::session::{GameEvent, Session};
 use net_core::wire::decode_packet;
 use net_core::Node;
-use support::sessions::{mesh_session, name};
+use support::sessions::{mesh_session, name, numbered, numbers};
 
 fn node(last: u8) -> Node {
     let mut n = Node::default();
@@ -119,4 +119,103 @@ fn the_same_player_listed_again_keeps_its_state_and_a_new_name_is_a_rename() {
     let again = me.players().get(1).expect("ann still seated");
     assert_eq!((again.name, again.node), (name("anna"), node(4)));
     assert!(again.state.same_bits(&shown));
+}
+
+/// Run both sessions for `steps` of 100 ms: timers, then every packet each has for the other
+/// (`a`'s to `b` only when `a_to_b`).
+fn run(
+    a: (&mut Session, Node),
+    b: (&mut Session, Node),
+    now: &mut Instant,
+    steps: u32,
+    a_to_b: bool,
+) {
+    let (a, a_node) = a;
+    let (b, b_node) = b;
+    let mut buf = vec![0u8; 1400];
+    let mut wire = Vec::new();
+    for _ in 0..steps {
+        *now += std::time::Duration::from_millis(100);
+        for s in [&mut *a, &mut *b] {
+            if s.poll_timeout().is_some_and(|t| t <= *now) {
+                s.handle_timeout(*now);
+            }
+        }
+        loop {
+            let mut moved = false;
+            while let Some((to, len)) = a.poll_transmit(*now, &mut buf) {
+                if to == b_node && a_to_b {
+                    let packet = decode_packet(&buf[..len], &mut wire).expect("decodes");
+                    let _ = b.handle_packet(*now, &a_node, &packet, &wire);
+                    moved = true;
+                }
+            }
+            while let Some((to, len)) = b.poll_transmit(*now, &mut buf) {
+                if to == a_node {
+                    let packet = decode_packet(&buf[..len], &mut wire).expect("decodes");
+                    let _ = a.handle_packet(*now, &b_node, &packet, &wire);
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+}
+
+/// A player a list put in the wrong slot, displaced from it by the slot's real player and then
+/// seated in its own slot (its packets say where it sits), goes on with the same link, even
+/// when this player switches backend before the two finished resuming: everything the game
+/// queued for it reaches it once, in order. Before, the first link was parked and a new one made
+/// for the same player; the parked stream went into the new link's unfinished resumption, and
+/// at the switch the new link's stream replaced it in the parking lot (one per pair of tokens):
+/// the events queued on the first link were lost (`peer_resume` seed 74099).
+#[test]
+fn a_player_moved_out_of_a_slot_it_was_wrongly_listed_in_keeps_its_link() {
+    let mut now = Instant::now();
+    let (me_node, ann_node, bob_node, me2_node) = (node(1), node(2), node(3), node(4));
+    let mut me = session(0, 0x1111, "me", now);
+    let mut ann = session(2, 0x2222, "ann", now);
+    ann.add_player(now, 0, me_node, 0x1111, name("me"), false);
+    // A list put ann in slot 1, which is bob's. What the game queues now waits for her.
+    me.add_player(now, 1, ann_node, 0x2222, name("ann"), false);
+    me.queue_event(numbered(1)).expect("queued");
+    me.queue_event(numbered(2)).expect("queued");
+
+    // Bob's own packet claims slot 1: ann is displaced; then her packet seats her in slot 2.
+    now += std::time::Duration::from_millis(20);
+    me.displace_player(now, 1, "moved to another slot");
+    me.add_player(now, 1, bob_node, 0x3333, name("bob"), false);
+    me.add_player(now, 2, ann_node, 0x2222, name("ann"), false);
+    me.queue_event(numbered(3)).expect("queued");
+    // Ann's packets reach this player; its own do not reach her before it switches.
+    run(
+        (&mut me, me_node),
+        (&mut ann, ann_node),
+        &mut now,
+        10,
+        false,
+    );
+
+    // The switch: a new session picks up what this one left.
+    let state = me.resume_state_for_next();
+    let mut me2 = session(0, 0x4444, "me", now);
+    me2.set_resume_state(state);
+    ann.remove_player(0, "left the game");
+    ann.add_player(now, 0, me2_node, 0x4444, name("me"), false);
+    me2.add_player(now, 2, ann_node, 0x2222, name("ann"), false);
+    me2.queue_event(numbered(4)).expect("queued");
+    run(
+        (&mut me2, me2_node),
+        (&mut ann, ann_node),
+        &mut now,
+        30,
+        true,
+    );
+    assert_eq!(
+        numbers(&mut ann),
+        vec![1, 2, 3, 4],
+        "every number once, in order"
+    );
 }

@@ -67,6 +67,10 @@ pub fn may_rebind(
 /// along (`Session::credit_own_stall`); a game frame is far shorter.
 pub const OWN_STALL_ALLOWANCE: Duration = Duration::from_secs(1);
 
+/// How long the link of a player displaced from its slot by another player's list is kept for
+/// it to be seated again in another slot (`Session::add_player`); then it is parked.
+pub const DISPLACED_KEEP: Duration = Duration::from_secs(5);
+
 /// How many copies of what its links still owe a leaving player sends after its last packet
 /// (`Session::farewell_copies`).
 pub const FAREWELL_COPIES: usize = 2;
@@ -273,6 +277,9 @@ pub struct Session {
     joined: bool,
     players: PlayerTable,
     remotes: Vec<Remote>,
+    /// Links of players another player's list put someone else in the slot of, kept for
+    /// [`DISPLACED_KEEP`] with when they were displaced (see `add_player`).
+    displaced: Vec<(Remote, Instant)>,
     star: bool,
     owners: ObjectOwners,
     local_state: ShipState,
@@ -373,6 +380,7 @@ impl Session {
             joined: false,
             players: PlayerTable::new(),
             remotes: Vec::new(),
+            displaced: Vec::new(),
             star,
             owners: ObjectOwners::default(),
             local_state: ShipState::default(),
@@ -486,7 +494,8 @@ impl Session {
     /// The session itself is left as it is (it still says goodbye).
     pub fn resume_state_for_next(&self) -> ResumeState {
         let mut state = self.resume.clone();
-        for remote in &self.remotes {
+        let displaced = self.displaced.iter().map(|(remote, _)| remote);
+        for remote in displaced.chain(&self.remotes) {
             Self::park_remote(&mut state, remote, self.my_token, self.game_event_serial);
         }
         state.note_my_token(self.my_token);
@@ -659,7 +668,11 @@ impl Session {
                 }
                 return;
             }
-            self.remove_player(slot, "replaced by a new player");
+            // The player it displaces may only be listed in the wrong slot here (two players
+            // seated newcomers in the same slot, and this one is the other's): its link is kept
+            // a moment, so if its own packets seat it in another slot it goes on with it, and
+            // nothing queued for it is lost (peer_resume seed 74099).
+            self.displace_player(now, slot, "replaced by a new player");
         }
         self.players.insert(Player {
             slot,
@@ -673,14 +686,28 @@ impl Session {
             confirmed: false,
         });
         if !self.star {
-            let start = self.link_start();
             self.remotes.retain(|r| r.slot != Some(slot));
-            let mut remote = Remote::new(Some(slot), node, token, self.config.link, now);
-            remote.link = Link::starting_at(self.config.link, start);
-            remote.added_at_serial = self.game_event_serial;
-            self.remotes.push(remote);
-            // Everything this client already said (its name, its join) is repeated to a newcomer.
-            self.greet(slot);
+            match self.displaced.iter().position(|(r, _)| r.token == token) {
+                Some(index) => {
+                    // Displaced a moment ago: the same session of the player, which never saw
+                    // this peer leave; its link goes on in the new slot.
+                    let (mut remote, _) = self.displaced.remove(index);
+                    remote.slot = Some(slot);
+                    remote.node = node;
+                    remote.last_heard = remote.last_heard.max(now);
+                    self.remotes.push(remote);
+                }
+                None => {
+                    let start = self.link_start();
+                    let mut remote = Remote::new(Some(slot), node, token, self.config.link, now);
+                    remote.link = Link::starting_at(self.config.link, start);
+                    remote.added_at_serial = self.game_event_serial;
+                    self.remotes.push(remote);
+                    // Everything this client already said (its name, its join) is repeated to
+                    // a newcomer.
+                    self.greet(slot);
+                }
+            }
         }
         if self.names_from_server {
             for event in self.name_order.departed(slot) {
@@ -732,29 +759,74 @@ impl Session {
 
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
+        if let Some(remote) = self.take_player(slot, reason) {
+            // It may come back (a backend switch, a dropout): keep what it has not got.
+            self.park(&remote);
+        }
+    }
+
+    /// Empty `slot` as `remove_player` does, but keep the player's link aside for
+    /// [`DISPLACED_KEEP`]: a list may have put it in the wrong slot, and if it is seated again
+    /// in another slot under the same token within that time, `add_player` goes on with that
+    /// link (what was queued for it, what it acknowledged, an unfinished resumption); else it
+    /// is parked as at `remove_player`.
+    pub fn displace_player(&mut self, now: Instant, slot: u8, reason: &str) {
+        if let Some(remote) = self.take_player(slot, reason) {
+            self.displaced.push((remote, now));
+        }
+    }
+
+    /// Empty `slot` as `remove_player` does, but hand back the player's link (mesh) instead of
+    /// parking it.
+    fn take_player(&mut self, slot: u8, reason: &str) -> Option<Remote> {
         // What it said before leaving and still waited for a name comes first.
         for event in self.name_order.departed(slot) {
             self.apply_in_order(slot, event);
         }
-        if let Some(player) = self.players.remove(slot) {
-            self.departures.push_back((slot, player.token, player.name));
-            if let Some(index) = self.remotes.iter().position(|r| r.slot == Some(slot)) {
-                let remote = self.remotes.remove(index);
-                self.numbering.retire(&remote.link);
-                // It may come back (a backend switch, a dropout): keep what it has not got.
-                Self::park_remote(
-                    &mut self.resume,
-                    &remote,
-                    self.my_token,
-                    self.game_event_serial,
-                );
-            }
-            self.owners.forget_slot(slot);
-            self.early.departed(slot);
-            self.events.push_back(GameEvent::PlayerDisconnected {
-                slot,
-                reason: reason.to_string(),
-            });
+        let player = self.players.remove(slot)?;
+        self.departures.push_back((slot, player.token, player.name));
+        let remote = self
+            .remotes
+            .iter()
+            .position(|r| r.slot == Some(slot))
+            .map(|index| self.remotes.remove(index));
+        if let Some(remote) = &remote {
+            self.numbering.retire(&remote.link);
+        }
+        self.owners.forget_slot(slot);
+        self.early.departed(slot);
+        self.events.push_back(GameEvent::PlayerDisconnected {
+            slot,
+            reason: reason.to_string(),
+        });
+        remote
+    }
+
+    /// Park what `remote` has not got, in this session's parking lot.
+    fn park(&mut self, remote: &Remote) {
+        Self::park_remote(
+            &mut self.resume,
+            remote,
+            self.my_token,
+            self.game_event_serial,
+        );
+    }
+
+    /// Links displaced longer than `DISPLACED_KEEP` ago are parked: their players were not seated
+    /// again here.
+    fn park_displaced(&mut self, now: Instant) {
+        self.park_displaced_where(|_, at| now.saturating_duration_since(at) >= DISPLACED_KEEP);
+    }
+
+    /// Park the displaced links `which` picks (by token and when they were displaced).
+    fn park_displaced_where(&mut self, which: impl Fn(u32, Instant) -> bool) {
+        while let Some(index) = self
+            .displaced
+            .iter()
+            .position(|(remote, at)| which(remote.token, *at))
+        {
+            let (remote, _) = self.displaced.remove(index);
+            self.park(&remote);
         }
     }
 
@@ -1265,6 +1337,11 @@ impl Session {
                 return;
             }
         }
+        if let ResumeStep::Hello(tokens) = step {
+            // A displaced player that came back under a new token: what its link holds is
+            // resumed like any parked stream.
+            self.park_displaced_where(|token, _| tokens.as_slice().contains(&token));
+        }
         if let (ResumeStep::Hello(tokens), Some(slot)) = (step, slot) {
             // A player still heard from at its own node is not taken for the sender's earlier
             // session at once: wait until it goes silent (a switched player's old socket is
@@ -1745,6 +1822,9 @@ impl Session {
         if let Some(t) = self.resume.next_expiry() {
             consider(t);
         }
+        for (_, at) in &self.displaced {
+            consider(*at + DISPLACED_KEEP);
+        }
         if let Some(t) = self.early.next_expiry() {
             consider(t);
         }
@@ -1770,6 +1850,7 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Instant) -> (Vec<(u8, u32, Node)>, bool) {
         self.credit_own_stall(now);
         self.advance_tick(now);
+        self.park_displaced(now);
         self.settle_claims(now);
         self.resume.expire(now);
         self.clock = now;

@@ -106,6 +106,13 @@ fn short(event: &net_core::rmev::RemoteEvent) -> String {
             format!("ConnectQueue[{}]", entries.join(" "))
         }
         RemoteEvent::SendText(text) => format!("SendText({text:?})"),
+        // The simulated tests number their series in 4-byte custom events.
+        RemoteEvent::Custom {
+            custom_type, data, ..
+        } => match <[u8; 4]>::try_from(data.as_bytes()) {
+            Ok(number) => format!("Custom({custom_type} #{})", u32::from_be_bytes(number)),
+            Err(_) => format!("Custom({custom_type}, {} bytes)", data.as_bytes().len()),
+        },
         other => {
             let text = format!("{other:?}");
             text.split(['(', ' ', '{']).next().unwrap_or("").to_string()

@@ -1964,8 +1964,9 @@ impl PeerProtocol {
             match session.players().get(slot).cloned() {
                 None => return self.end_contest(claimant.token, Claim::Free),
                 Some(p) if !p.confirmed => {
-                    // Hearsay placed someone here; it will claim its own slot when it talks.
-                    session.remove_player(slot, "moved to another slot");
+                    // Hearsay placed someone here; it will claim its own slot when it talks,
+                    // and goes on with its link there.
+                    session.displace_player(now, slot, "moved to another slot");
                     self.remember_hearsay(PlayerListEntry {
                         slot: p.slot,
                         joined: p.joined,
