@@ -19,26 +19,7 @@ use support::peer_node::{everyone_agrees, PeerNode};
 
 #[test]
 fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {
-    let profile = LinkProfile {
-        latency: Duration::from_millis(5),
-        ..Default::default()
-    };
-    let mut net: Network<PeerNode> = Network::new(3, 21, profile);
-    let start = net.now();
-    for i in 0..3 {
-        let mut node = PeerNode::new(i);
-        if i == 2 {
-            node.session_config = SessionConfig {
-                peer_timeout: Duration::from_secs(120),
-                ..SessionConfig::default()
-            };
-        }
-        node.connect(net.now(), 0x100 + i as u32);
-        net.start(i, node);
-        net.run_until(start + Duration::from_millis(40 * (i as u64 + 1)), |_| {});
-    }
-    net.run_until(start + Duration::from_secs(10), |_| {});
-    assert!(everyone_agrees(&net, 3), "the three are in one game");
+    let mut net = three_met([20, 20, 120], 21, 5);
     let silent_token = net.endpoint(2).unwrap().token().unwrap();
     let silent_slot = net.endpoint(2).unwrap().slot().unwrap();
 
@@ -95,10 +76,11 @@ fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {
     );
 }
 
-/// Start three peers (node 2 the highest) with the given `net.timeout`s and let them meet.
-fn three_met(timeouts: [u64; 3], seed: u64) -> Network<PeerNode> {
+/// Start three peers (node 2 the highest) with the given `net.timeout`s and one-way latency
+/// (ms), and let them meet.
+fn three_met(timeouts: [u64; 3], seed: u64, latency_ms: u64) -> Network<PeerNode> {
     let profile = LinkProfile {
-        latency: Duration::from_millis(1),
+        latency: Duration::from_millis(latency_ms),
         ..Default::default()
     };
     let mut net: Network<PeerNode> = Network::new(3, seed, profile);
@@ -128,7 +110,7 @@ fn three_met(timeouts: [u64; 3], seed: u64) -> Network<PeerNode> {
 #[test]
 fn a_peer_stopped_inside_a_frame_does_not_drop_the_others_for_its_own_silence() {
     // Node 1 drops the stopped node 2 after 2 s; node 0 keeps it (20 s), as in the C test.
-    let mut net = three_met([20, 2, 2], 5);
+    let mut net = three_met([20, 2, 2], 5, 1);
     let stopped_slot = net.endpoint(2).unwrap().slot().unwrap();
     let dropper_slot = net.endpoint(1).unwrap().slot().unwrap();
     let seen = net.endpoint(2).unwrap().events.len();
