@@ -683,3 +683,53 @@ fn a_slave_whose_master_leaves_the_game_before_seating_it_connects_again_at_once
         assert!(seats(&net, p, 0xA), "p{p} seats A");
     }
 }
+
+/// A player's DISCONNECT from its own node, under its own token, is taken even when it names
+/// another slot than the one this peer lists it in: a list can put a player in a slot someone
+/// else already held, and its own packets then moved it here, while it still believes its first
+/// slot. Before, such a goodbye was refused, the player stayed listed here under a token it had
+/// given up, and its next session (a slot conflict or a backend switch) was refused in that slot
+/// for as long as the entry lived (`peer_resume` seed 3594: 317 events never delivered).
+#[test]
+fn a_goodbye_naming_another_slot_than_the_listed_one_is_taken_from_the_players_own_node() {
+    let mut net = game_of(3, LinkProfile::default(), 7);
+    let leaver = 2;
+    let token = 100 + leaver as u32;
+    let listed = net
+        .endpoint(0)
+        .unwrap()
+        .proto
+        .session()
+        .unwrap()
+        .slot_of(&sim::node(leaver), token);
+    let listed = listed.expect("node 0 lists the leaver");
+    let other_slot = (0..4u8)
+        .find(|s| *s != listed && Some(*s) != net.endpoint(0).unwrap().slot())
+        .unwrap();
+    let header = PacketHeader {
+        kind: PacketType::Disconnect,
+        sender_slot: Some(other_slot),
+        joined: false,
+        sequence: 1,
+        ack: None,
+        token,
+    };
+    let mut buf = vec![0u8; 1400];
+    let len = encode_packet(&mut buf, &header, None, &[]).unwrap();
+    net.endpoint_mut(leaver)
+        .unwrap()
+        .outbox
+        .push_back(Transmit {
+            to: sim::node(0),
+            data: buf[..len].to_vec(),
+        });
+    net.run_for(Duration::from_millis(100));
+    let peer = net.endpoint(0).unwrap();
+    assert!(
+        !seats(&net, 0, token),
+        "node 0 still lists the player that said goodbye: {}",
+        peer.proto.describe()
+    );
+    assert!(peer.events.iter().any(|e| matches!(e,
+        GameEvent::PlayerDisconnected { slot, reason } if *slot == listed && reason == "left the game")));
+}

@@ -1586,12 +1586,13 @@ impl PeerProtocol {
             }
             PacketType::Disconnect => {
                 // Only from the player's own node: every player is told the others' tokens
-                // and slots, so those alone prove nothing.
+                // and slots, so those alone prove nothing. The slot it says it leaves may not be
+                // the one it is listed in here (a list put it in a slot someone else held, and
+                // its own packets moved it): its token at its node is the player.
                 let slot = self
                     .session
                     .as_ref()
-                    .and_then(|s| s.slot_of(&from, header.token))
-                    .filter(|slot| Some(*slot) == header.sender_slot);
+                    .and_then(|s| s.slot_of(&from, header.token));
                 match slot {
                     Some(slot) => self.remove_departed(slot, header.token, "left the game"),
                     None => self.stats.packets_rejected += 1,
