@@ -391,10 +391,13 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // and the events queued on the first were lost when the peer switched before the two had
     // finished resuming (74099); a player's goodbye named the slot it believed it held, not the
     // one a peer listed it in, was refused there, and its next session was refused in that
-    // slot for as long as the stale entry lived (3594, passing once and broken since).
-    const REGRESSIONS: [u64; 19] = [
+    // slot for as long as the stale entry lived (3594, passing once and broken since); a
+    // player seated a newcomer with a list that still named a switched player's earlier session,
+    // then learnt the new session from its own packets but told nobody, and the newcomer and the
+    // switched player never met (74864).
+    const REGRESSIONS: [u64; 20] = [
         219, 226, 1059, 3333, 3451, 3594, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188,
-        9119, 12352, 23365, 74099,
+        9119, 12352, 23365, 74099, 74864,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {

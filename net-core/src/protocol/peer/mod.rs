@@ -1929,6 +1929,15 @@ impl PeerProtocol {
                     claimant.name,
                     claimant.joined,
                 );
+                // The players this peer told of the slot's earlier holder (a newcomer it seated
+                // meanwhile was given a list with it) may never hear of this one otherwise:
+                // only a seater sends lists, and this one was seated elsewhere. Tell them all.
+                let list = RemoteEvent::PlayerList(self.player_list());
+                if let Some(session) = self.session.as_mut() {
+                    if let Err(err) = session.queue_event(list) {
+                        log::warn!("peer: cannot send the player list: {err}");
+                    }
+                }
                 true
             }
             Claim::Undecided => {
