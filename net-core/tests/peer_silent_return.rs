@@ -67,8 +67,13 @@ fn a_peer_dropped_for_silence_is_told_when_it_talks_again_and_gets_back_in() {
             .any(|e| matches!(e, GameEvent::Connected { .. })),
         "it connected again: {after:?}"
     );
+    assert_three_in_one_game(&net);
+}
+
+/// The three peers are in one game again.
+fn assert_three_in_one_game(net: &Network<PeerNode>) {
     assert!(
-        everyone_agrees(&net, 3),
+        everyone_agrees(net, 3),
         "the three are in one game again: {} / {} / {}",
         net.endpoint(0).unwrap().proto.describe(),
         net.endpoint(1).unwrap().proto.describe(),
@@ -144,13 +149,7 @@ fn a_peer_stopped_inside_a_frame_does_not_drop_the_others_for_its_own_silence() 
             if reason.contains("dropped") && reason.contains("reconnecting"))),
         "the stopped peer was told it had been dropped: {after:?}"
     );
-    assert!(
-        everyone_agrees(&net, 3),
-        "the three are in one game again: {} / {} / {}",
-        net.endpoint(0).unwrap().proto.describe(),
-        net.endpoint(1).unwrap().proto.describe(),
-        net.endpoint(2).unwrap().proto.describe()
-    );
+    assert_three_in_one_game(&net);
     // Node 1 stayed in its game: it was the stopped peer that left and came back.
     assert_eq!(net.endpoint(1).unwrap().slot(), Some(dropper_slot));
     assert!(!net
