@@ -7,8 +7,9 @@
 //!   genuine player changed port; the player's slot with its token or with the sender's own
 //!   token from another player's socket;
 //!   truncated, oversized (up to the largest UDP datagram) and garbage datagrams;
-//! - another player that learnt a player's token from the server's `add` line and, once that
-//!   player has been quiet for a moment, claims its slot from another host;
+//! - once a player has been quiet for a moment: another player at another port of its host (two
+//!   players behind one NAT) claiming its slot with what the server's `add` line told about it,
+//!   which is not its token; and a sender at another host with its real token;
 //!
 //! the server keeps serving everyone, never forwards any of these as a player's, counts each
 //! one in its status lines (`bad`, `unknown senders`, `wrong tokens`, docs/server-admin.md), and
@@ -260,10 +261,16 @@ fn hostile_datagrams_are_dropped_and_counted_and_a_player_whose_port_changes_kee
     let mut bob = Player::join(&server, "bob", 0x0B22);
     let mut cid = Player::join(&server, "cid", 0x0C33);
     let udp = ann.server;
-    // Bob learns ann's token from the server, as every extended client does.
+    // Bob is told an id for ann by the server, as every extended client is; her token is a
+    // secret between her and the server.
     let add = bob.line(|l| l.starts_with("add ip: 127.0.0.1 name: ann in "));
-    let ann_token: u32 = add.rsplit("token: ").next().unwrap().parse().unwrap();
-    assert_eq!(ann_token, ann.token);
+    let ann_told: u32 = add.rsplit("token: ").next().unwrap().parse().unwrap();
+    assert_ne!(ann_told, 0, "{add}");
+    assert_ne!(
+        ann_told, ann.token,
+        "the server told bob ann's token: {add}"
+    );
+    let ann_token = ann.token;
 
     ann.send(PacketType::GameState, vec![chat("ann 1")]);
     let a = ann.slot;
@@ -364,13 +371,19 @@ fn hostile_datagrams_are_dropped_and_counted_and_a_player_whose_port_changes_kee
         |p| p[0].has_chat(c, "cid 1") && p[1].has_chat(c, "cid 1"),
     );
 
-    // Ann is quiet for a moment; bob, from another host, claims her slot with her token.
+    // Ann is quiet for a moment. Bob, at another port of her host (both behind one NAT), claims
+    // her slot with what the server told him about her; then a thief at another host with her
+    // real token (read off her traffic).
     quiet_while_others_read(&mut [&mut ann, &mut bob, &mut cid]);
+    let neighbour = udp_socket("127.0.0.1");
+    neighbour
+        .send_to(&forged(ann_told, "forged: bob as ann behind her NAT"), udp)
+        .unwrap();
     let thief = udp_socket("127.0.0.2");
     thief
-        .send_to(&forged(ann_token, "forged: bob as ann"), udp)
+        .send_to(&forged(ann_token, "forged: thief as ann"), udp)
         .unwrap();
-    unknown += 1;
+    unknown += 2;
     ann.send(PacketType::GameState, vec![chat("ann 4")]);
     cid.send(PacketType::GameState, vec![chat("cid 2")]);
     until(
@@ -379,13 +392,15 @@ fn hostile_datagrams_are_dropped_and_counted_and_a_player_whose_port_changes_kee
         |p| p[1].has_chat(a, "ann 4") && p[2].has_chat(a, "ann 4") && p[0].has_chat(c, "cid 2"),
     );
     let mut buf = [0u8; 2048];
-    thief
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    assert!(
-        thief.recv_from(&mut buf).is_err(),
-        "the server sent ann's packets to the thief"
-    );
+    for (who, socket) in [("bob's second socket", &neighbour), ("the thief", &thief)] {
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        assert!(
+            socket.recv_from(&mut buf).is_err(),
+            "the server sent ann's packets to {who}"
+        );
+    }
 
     for p in [&ann, &bob, &cid] {
         let forged: Vec<_> = p

@@ -27,7 +27,7 @@
 //! F..F+R, `SERVER_CHAOS_STEPS=N` sets the steps per server (see docs/fuzzing.md). A failure names
 //! its seed, server and step and shows the steps before it.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
@@ -329,6 +329,8 @@ struct SlotClient {
     player: Option<Player>,
     /// Lines the model says reach it before the reply to its next request.
     pending: VecDeque<String>,
+    /// Its joins so far: a gameserver tells the others a new id for each.
+    joins: u32,
 }
 
 #[derive(Default)]
@@ -370,6 +372,9 @@ struct SlotWorld<'a> {
     trace: Trace,
     udp_port: u16,
     server_token: Option<String>,
+    /// What a gameserver told the others for (client, join) in the token's place: a random id,
+    /// learnt from the first line that names it, and never the client's token.
+    told: HashMap<(usize, u32), u32>,
 }
 
 const NAMES: &[&str] = &[
@@ -401,12 +406,13 @@ impl SlotWorld<'_> {
         let p = c.player.as_ref().unwrap();
         let mut line = format!("add ip: {} name: {} in {}", c.ip, p.name, c.slot.unwrap());
         if receiver_extended {
-            let (port, token) = if p.extended {
-                (c.game_port, c.token)
+            let port = if p.extended { c.game_port } else { 6526 };
+            let _ = write!(line, " port: {port} token: ");
+            if self.kind == "gameserver" {
+                let _ = write!(line, "?{about}/{}", c.joins);
             } else {
-                (6526, 0)
-            };
-            let _ = write!(line, " port: {port} token: {token}");
+                let _ = write!(line, "{}", if p.extended { c.token } else { 0 });
+            }
         }
         line
     }
@@ -486,6 +492,7 @@ impl SlotWorld<'_> {
                     lines.push(self.add_line(i, *extended));
                 }
                 self.clients[who].slot = Some(slot);
+                self.clients[who].joins += 1;
                 self.clients[who].player = Some(Player {
                     name: name.clone(),
                     extended: *extended,
@@ -612,6 +619,7 @@ impl SlotWorld<'_> {
 
     /// Read the lines queued for `who` and then `replies`, exactly.
     fn expect(&mut self, who: usize, replies: Vec<String>) {
+        let tokens: Vec<u32> = self.clients.iter().map(|c| c.token).collect();
         let c = &mut self.clients[who];
         let mut wanted: Vec<String> = c.pending.drain(..).collect();
         wanted.extend(replies);
@@ -622,6 +630,9 @@ impl SlotWorld<'_> {
                 Ok(got) => {
                     if let Some(token) = learn_token(want, &got) {
                         self.server_token = Some(token);
+                        continue;
+                    }
+                    if told_id_matches(&mut self.told, &tokens, want, &got) {
                         continue;
                     }
                     self.trace.fail(format!(
@@ -929,6 +940,36 @@ fn check_refusal_lines(trace: &Trace, log: &str, kinds: &[(&str, u64)]) {
 }
 
 /// The token in an extended accept line the model wrote with `?`.
+/// `got` is `want` whose token is a gameserver's id for a player (`?CLIENT/JOIN`): an id
+/// that is not the client's token and is the same in every line about that join.
+fn told_id_matches(
+    told: &mut HashMap<(usize, u32), u32>,
+    tokens: &[u32],
+    want: &str,
+    got: &str,
+) -> bool {
+    let Some((prefix, marker)) = want.rsplit_once("token: ?") else {
+        return false;
+    };
+    let Some((who, join)) = marker.split_once('/') else {
+        return false;
+    };
+    let (Ok(who), Ok(join)) = (who.parse::<usize>(), join.parse::<u32>()) else {
+        return false;
+    };
+    let Some(id) = got
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix("token: "))
+        .and_then(|id| id.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    if id == 0 || id == tokens[who] {
+        return false;
+    }
+    *told.entry((who, join)).or_insert(id) == id
+}
+
 fn learn_token(want: &str, got: &str) -> Option<String> {
     let prefix = want.strip_suffix("token: ?")?;
     let token = got.strip_prefix(prefix)?.strip_prefix("token: ")?;
@@ -1004,6 +1045,7 @@ fn slot_chaos(kind: &'static str, seed: u64, rng: &mut Rng, dir: &Path) {
                 slot: None,
                 player: None,
                 pending: VecDeque::new(),
+                joins: 0,
             })
             .collect(),
         counts: SlotCounts::default(),
@@ -1016,6 +1058,7 @@ fn slot_chaos(kind: &'static str, seed: u64, rng: &mut Rng, dir: &Path) {
         },
         udp_port: 0,
         server_token: None,
+        told: HashMap::new(),
     };
     world.udp_port = world.server.udp.unwrap_or(0);
     let _ = world.kind;

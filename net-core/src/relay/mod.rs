@@ -377,10 +377,12 @@ impl RelayCore {
             return Some(i);
         }
         // A known client at a new port of its host (NAT rebinding): see `session::may_rebind`.
-        // Never at another host: every extended client knows the others' tokens (from the
-        // `add` lines), so the token alone does not tell the player from another one; a NAT
-        // keeps the host's address for its port changes, and a client at a new address has
-        // lost its TCP connection (from the address it was seated at) anyway.
+        // A client's token is a secret between it and the server (the `add` lines tell the
+        // others another id), so another player cannot send with it even from the same NAT
+        // address. Still never at another host: one who read the token off the client's
+        // traffic could, and a NAT keeps the host's address for its port changes, while a
+        // client at a new address has lost its TCP connection (from the address it was seated
+        // at) anyway.
         let i = usize::from(slot?);
         let client = self.clients.get_mut(i)?.as_mut()?;
         if from.ip() != client.addr.ip().to_canonical()
@@ -699,8 +701,8 @@ impl RelayCore {
                     return;
                 };
                 // Its earlier self may still be seated (the TCP side has not seen it leave):
-                // it has left, and what its link owed is parked now. Only from the same host:
-                // every player knows the others' tokens.
+                // it has left, and what its link owed is parked now. Only from the same host,
+                // as for a move (`find_sender`).
                 let stale: Vec<u8> = self
                     .clients
                     .iter()

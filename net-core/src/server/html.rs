@@ -151,6 +151,7 @@ mod tests {
                     game_port: 6526,
                     moved_to: None,
                     token: 0,
+                    told_token: 0,
                     extended: false,
                     conn: i as u64,
                     since: SystemTime::UNIX_EPOCH + Duration::from_secs(86_400),

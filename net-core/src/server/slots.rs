@@ -137,6 +137,11 @@ pub struct PlayerRecord {
     pub moved_to: Option<SocketAddr>,
     /// Its session token (0: it gave none).
     pub token: u32,
+    /// The token the others are told in extended `add` lines. On a slotserver it is `token`:
+    /// game packets go peer to peer and each player checks the others'. On a gameserver only
+    /// the server checks a client's packets, so the others get a random id instead and the
+    /// token stays a secret between the client and the server.
+    pub told_token: u32,
     /// It joined with the ` token:` extension and gets the extended lines.
     pub extended: bool,
     pub conn: ConnId,
@@ -566,6 +571,7 @@ impl SlotServerCore {
             game_port: port.unwrap_or(text::DEFAULT_CLIENT_PORT),
             moved_to: None,
             token: token.unwrap_or(0),
+            told_token: told_token(self.config.udp_port, token.unwrap_or(0)),
             extended: token.is_some(),
             conn,
             since: self.wall_clock.at(now),
@@ -764,6 +770,23 @@ impl SlotServerCore {
     }
 }
 
+/// What the other players are told as the token of a player who joined with `token`: the token
+/// itself on a slotserver (`udp_port` 0), where peers check each other's packets; on a
+/// gameserver, a random id that is not the token. Only the relay checks a gameserver client's
+/// packets, so no other player needs the token, and one that knew it could send as that player
+/// from the same address (players behind one NAT) or a forged one.
+fn told_token(udp_port: u16, token: u32) -> u32 {
+    if udp_port == 0 {
+        return token;
+    }
+    loop {
+        let id = random_token();
+        if id != token {
+            return id;
+        }
+    }
+}
+
 /// The `add` line about `player` for a receiver.
 fn add_line(player: &PlayerRecord, receiver_extended: bool) -> String {
     if !receiver_extended {
@@ -772,7 +795,7 @@ fn add_line(player: &PlayerRecord, receiver_extended: bool) -> String {
     let (ip, port) = player.game_addr();
     let ext = text::PlayerExtension {
         port,
-        token: player.token,
+        token: player.told_token,
     };
     text::add_player(ip, &player.name, player.slot, Some(ext))
 }

@@ -4,7 +4,9 @@
 //! Extensions (documented in docs/server-admin.md): a join may end with ` port: P` (the client's
 //! UDP game port) and ` token: T` (its session token); such an "extended client" gets the
 //! server's UDP port and token appended to the accepted line and each player's port and token
-//! (or port) appended to list updates. A client without the token gets exactly the design's lines.
+//! (or port) appended to list updates: a slotserver tells the player's token, a gameserver a
+//! random id in its place (`slots::told_token`). A client without the token gets exactly the
+//! design's lines.
 //!
 //! The parsers take untrusted text and must never panic (they are fuzzed). Nothing here knows
 //! about connections, slots or time.
