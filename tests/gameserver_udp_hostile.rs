@@ -370,6 +370,14 @@ fn hostile_datagrams_are_dropped_and_counted_and_a_player_whose_port_changes_kee
         "cid 1 at ann's new port",
         |p| p[0].has_chat(c, "cid 1") && p[1].has_chat(c, "cid 1"),
     );
+    // The others are told of the move with the same id, which a client takes as a move.
+    let new_port = ann.socket.local_addr().unwrap().port();
+    let moved = bob.line(|l| {
+        l.starts_with(&format!(
+            "add ip: 127.0.0.1 name: ann in {a} port: {new_port} "
+        ))
+    });
+    assert!(moved.ends_with(&format!(" token: {ann_told}")), "{moved}");
 
     // Ann is quiet for a moment. Bob, at another port of her host (both behind one NAT), claims
     // her slot with what the server told him about her; then a thief at another host with her
