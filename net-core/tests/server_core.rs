@@ -234,8 +234,32 @@ fn join_errors_have_their_replies() {
 
 #[test]
 fn extended_clients_get_ports_and_tokens_design_clients_do_not() {
+    extended_lines(0);
+    extended_lines(6522);
+}
+
+/// The extended lines of a slotserver (`udp_port` 0) or a gameserver. Each `add` line ends with
+/// what the receiver knows the player by: on a slotserver its token (peers check each other's
+/// packets), on a gameserver a non-zero id that is not its token, the same in every line about
+/// the player (only the server checks a client's packets).
+fn extended_lines(udp_port: u16) {
+    let gameserver = udp_port != 0;
+    let mut told = std::collections::HashMap::new();
+    let mut check_add = |line: &str, without_token: &str, name: &str, token: u32| {
+        let id: u32 = line
+            .strip_prefix(&format!("{without_token} token: "))
+            .unwrap_or_else(|| panic!("{line:?} is not {without_token:?} and a token"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        if gameserver {
+            assert!(id != 0 && id != token, "{line:?} tells {name}'s token");
+            assert_eq!(*told.entry(name.to_string()).or_insert(id), id, "{line:?}");
+        } else {
+            assert_eq!(id, token, "{line:?}");
+        }
+    };
     let mut cfg = config();
-    cfg.udp_port = 6522;
+    cfg.udp_port = udp_port;
     let mut b = Bench::new(cfg);
     b.connect(1, "127.0.0.1");
     b.send(
@@ -245,7 +269,9 @@ fn extended_clients_get_ports_and_tokens_design_clients_do_not() {
     let lines = b.lines(1);
     assert_eq!(
         lines[0],
-        "join from ext accepted, slot: 0, server name: TestServer udp: 6522 token: 4242"
+        format!(
+            "join from ext accepted, slot: 0, server name: TestServer udp: {udp_port} token: 4242"
+        )
     );
     let design = b.join(2, "127.0.0.1", "plain");
     assert_eq!(
@@ -256,9 +282,13 @@ fn extended_clients_get_ports_and_tokens_design_clients_do_not() {
         design[5], "add ip: 127.0.0.1 name: ext in 0",
         "design receivers: no suffix"
     );
-    assert_eq!(
-        b.lines(1),
-        vec!["add ip: 127.0.0.1 name: plain in 1 port: 6526 token: 0"]
+    let lines = b.lines(1);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    check_add(
+        &lines[0],
+        "add ip: 127.0.0.1 name: plain in 1 port: 6526",
+        "plain",
+        0,
     );
     b.connect(3, "127.0.0.1");
     b.send(
@@ -266,17 +296,25 @@ fn extended_clients_get_ports_and_tokens_design_clients_do_not() {
         "version: 1.0 join me: ext2 os: linux port: 7003 token: 5",
     );
     let lines = b.lines(3);
-    assert_eq!(
-        lines[5],
-        "add ip: 127.0.0.1 name: ext in 0 port: 7001 token: 99"
+    check_add(
+        &lines[5],
+        "add ip: 127.0.0.1 name: ext in 0 port: 7001",
+        "ext",
+        99,
     );
-    assert_eq!(
-        lines[6],
-        "add ip: 127.0.0.1 name: plain in 1 port: 6526 token: 0"
+    check_add(
+        &lines[6],
+        "add ip: 127.0.0.1 name: plain in 1 port: 6526",
+        "plain",
+        0,
     );
-    assert_eq!(
-        b.lines(1),
-        vec!["add ip: 127.0.0.1 name: ext2 in 2 port: 7003 token: 5"]
+    let lines = b.lines(1);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    check_add(
+        &lines[0],
+        "add ip: 127.0.0.1 name: ext2 in 2 port: 7003",
+        "ext2",
+        5,
     );
     assert_eq!(b.lines(2), vec!["add ip: 127.0.0.1 name: ext2 in 2"]);
     b.send(3, "my new name: renamed");
