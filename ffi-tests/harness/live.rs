@@ -377,6 +377,12 @@ impl LiveGame {
 
     /// Ask for a summary of what the game knows now (`@summary`) and return it.
     pub fn summary_now(&mut self) -> Summary {
+        self.summary_now_at().0
+    }
+
+    /// `summary_now`, with the index of the stdout line where the game read `@summary`: what it
+    /// printed before that line (the events it had polled) is what it had seen when it looked.
+    pub fn summary_now_at(&mut self) -> (Summary, usize) {
         let start = self.process.line_count();
         self.send("@summary");
         let Some(at) = self
@@ -394,7 +400,7 @@ impl LiveGame {
         }
         let text = self.process.lines_from(at).join("\n");
         match parse(&text).summary {
-            Some(summary) => summary,
+            Some(summary) => (summary, at),
             None => self.fail("printed no summary for @summary"),
         }
     }

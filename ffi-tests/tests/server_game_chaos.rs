@@ -619,6 +619,14 @@ impl Chaos {
             }
             self.send(who, "join");
         }
+        // Agreement counts only once every game has read what it was sent: a game stopped
+        // until now may still have a `disconnect` or `connect` of its own to run, and the others
+        // may agree with the server about it until it does.
+        for who in 0..self.players.len() {
+            if self.players[who].alive {
+                self.players[who].game.summary_now();
+            }
+        }
         let limit = if self.any_impaired() {
             SETTLE_IMPAIRED
         } else {
@@ -633,23 +641,30 @@ impl Chaos {
         }
     }
 
-    /// Every live game's lookups (`@summary`) match its events' table.
+    /// Every live game's lookups (`@summary`) match the table of the events it had polled when
+    /// it looked. (Events printed after the summary was asked for may already be on their way: a
+    /// player seen leaving and coming back while the checks run.)
     #[allow(clippy::needless_range_loop)] // the loop needs `self` mutably
     fn check_lookups(&mut self) -> Vec<BTreeMap<i32, u32>> {
-        let views = self.check_streams();
+        self.check_streams();
         let mut frames = Vec::new();
         for who in 0..self.players.len() {
             if !self.players[who].alive {
                 frames.push(BTreeMap::new());
                 continue;
             }
-            let summary = self.players[who].game.summary_now();
+            let (summary, at) = self.players[who].game.summary_now_at();
+            let before = self.players[who].game.process.lines_from(0);
+            let view = match view_of(&before[..at.min(before.len())]) {
+                Ok(view) => view,
+                Err(what) => self.fail(&format!("game {}: {what}", self.players[who].name)),
+            };
             let looked: BTreeMap<i32, String> = summary
                 .players
                 .iter()
                 .map(|p| (p.slot, p.name.clone()))
                 .collect();
-            let seen: BTreeMap<i32, String> = views[who]
+            let seen: BTreeMap<i32, String> = view
                 .seated
                 .iter()
                 .map(|(s, (n, _))| (*s, n.clone()))
