@@ -394,10 +394,13 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // slot for as long as the stale entry lived (3594, passing once and broken since); a
     // player seated a newcomer with a list that still named a switched player's earlier session,
     // then learnt the new session from its own packets but told nobody, and the newcomer and the
-    // switched player never met (74864).
-    const REGRESSIONS: [u64; 20] = [
+    // switched player never met (74864); a player that lost a slot conflict reconnected from
+    // the same node under a new token, its connect request to a newcomer was lost, and the
+    // newcomer, which listed its earlier session there, refused the new one's packets (and so
+    // its RE_RESUME) until both gave up waiting for answers (224347).
+    const REGRESSIONS: [u64; 21] = [
         219, 226, 1059, 3333, 3451, 3594, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188,
-        9119, 12352, 23365, 74099, 74864,
+        9119, 12352, 23365, 74099, 74864, 224347,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {

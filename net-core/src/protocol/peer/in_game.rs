@@ -125,6 +125,7 @@ impl PeerProtocol {
                             || self.tell_dropped_player(now, &from, header, events)
                             || self.tell_stranger(now, &from, header)
                     }
+                    Err(Rejection::WrongToken) => self.seat_new_session_at(now, &from, header),
                     _ => false,
                 };
                 if retry {
@@ -259,6 +260,33 @@ impl PeerProtocol {
                 false
             }
         }
+    }
+
+    /// Packets from a listed player's node under another token, which a player list named as a
+    /// player at that node (hearsay): the node's player reconnected and was seated elsewhere,
+    /// and its connect request never reached this peer. Once the listed entry has gone silent,
+    /// it is stale: it goes, and the new session is seated from the hearsay. Until then the
+    /// packets are refused, as before. Returns true if the new session was seated.
+    fn seat_new_session_at(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
+        let named = self
+            .hearsay
+            .iter()
+            .any(|h| h.token == header.token && self.same_node(&h.node, from));
+        if !named {
+            return false;
+        }
+        self.forget_stale_player_at(now, from, header.token);
+        if self.others_at(from, header.token).next().is_some() {
+            return false;
+        }
+        let seated = self.seat_from_hearsay(now, from, header);
+        if seated {
+            log::info!(
+                "peer: slot {:?}: its player's node came back under a new token",
+                header.sender_slot
+            );
+        }
+        seated
     }
 
     /// A node asks to connect with a new token while a player with another token is listed at
