@@ -733,3 +733,86 @@ fn a_goodbye_naming_another_slot_than_the_listed_one_is_taken_from_the_players_o
     assert!(peer.events.iter().any(|e| matches!(e,
         GameEvent::PlayerDisconnected { slot, reason } if *slot == listed && reason == "left the game")));
 }
+
+/// A player that leaves and connects again from its node under a new token while its packets to
+/// one peer are lost: that peer hears neither its goodbye nor its connect request, and keeps its
+/// old entry at that node. Another player seats the new session and tells it so in its player
+/// list. Once the path is back, the new session's packets seat it there as soon as the old entry
+/// has been silent for the deference window, not when the old entry times out (20 s). Before,
+/// every packet of the new session was refused for its token, and the two never resumed what
+/// the player's earlier link was owed (`peer_resume` seed 224347).
+#[test]
+fn a_player_back_at_its_node_under_a_new_token_is_seated_from_a_list_once_its_old_entry_is_silent()
+{
+    for seed in [3, 4, 5, 6] {
+        let mut net = game_of(3, LinkProfile::default(), seed);
+        let (old, new) = (102, 0x2B2B);
+        cut_towards(&mut net, &[2], 0);
+        let now = net.now();
+        let player = net.endpoint_mut(2).unwrap();
+        player.proto.disconnect(now, "again").unwrap();
+        player.connect(now, new);
+        net.run_until(net.now() + Duration::from_secs(5), |_| {});
+        assert!(
+            seats(&net, 1, new),
+            "seed {seed}: node 1 did not seat the new session: {}",
+            net.endpoint(1).unwrap().proto.describe()
+        );
+        assert!(seats(&net, 0, old), "seed {seed}: node 0 heard the goodbye");
+        net.set_profile(2, 0, LinkProfile::default());
+        let back = net.now();
+        net.run_until(back + Duration::from_secs(5), |_| {});
+        let peer = net.endpoint(0).unwrap();
+        assert!(
+            seats(&net, 0, new) && !seats(&net, 0, old),
+            "seed {seed}: 5 s after its path came back node 0 does not seat the new session \
+             in place of the old: {}",
+            peer.proto.describe()
+        );
+    }
+}
+
+/// As above, but the list seats the new session in a free slot at the peer that missed it (a
+/// player with a lower slot left before): the peer then lists the player's node twice, and the
+/// old entry's link took the new session's packets first and refused them for their token.
+/// Once the old entry has been silent for the deference window it goes, and the new session's
+/// packets reach its own entry.
+#[test]
+fn a_player_back_at_its_node_under_a_new_token_in_another_slot_replaces_its_old_entry() {
+    for seed in [3, 4, 5, 6] {
+        let mut net = game_of(4, LinkProfile::default(), seed);
+        let slot = |net: &Network<PeerNode>, i: usize| net.endpoint(i).unwrap().slot().unwrap();
+        let mut others: Vec<usize> = (1..4).collect();
+        others.sort_by_key(|&i| slot(&net, i));
+        // The one that leaves holds the lowest slot of the three, the one that comes back the
+        // highest: the free slot it is seated in is the leaver's.
+        let (leaver, mover) = (others[0], others[2]);
+        let now = net.now();
+        net.endpoint_mut(leaver)
+            .unwrap()
+            .proto
+            .disconnect(now, "bye")
+            .unwrap();
+        net.run_until(net.now() + Duration::from_secs(2), |_| {});
+        let (old, new) = (100 + mover as u32, 0x2B2B);
+        cut_towards(&mut net, &[mover], 0);
+        let now = net.now();
+        let player = net.endpoint_mut(mover).unwrap();
+        player.proto.disconnect(now, "again").unwrap();
+        player.connect(now, new);
+        net.run_until(net.now() + Duration::from_secs(5), |_| {});
+        assert!(
+            seats(&net, 0, new) && seats(&net, 0, old),
+            "seed {seed}: node 0 should list both sessions of node {mover} now: {}",
+            net.endpoint(0).unwrap().proto.describe()
+        );
+        net.set_profile(mover, 0, LinkProfile::default());
+        let back = net.now();
+        net.run_until(back + Duration::from_secs(5), |_| {});
+        assert!(
+            seats(&net, 0, new) && !seats(&net, 0, old),
+            "seed {seed}: 5 s after its path came back node 0 still lists the old session: {}",
+            net.endpoint(0).unwrap().proto.describe()
+        );
+    }
+}

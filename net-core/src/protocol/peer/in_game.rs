@@ -263,23 +263,29 @@ impl PeerProtocol {
     }
 
     /// Packets from a listed player's node under another token, which a player list named as a
-    /// player at that node (hearsay): the node's player reconnected and was seated elsewhere,
-    /// and its connect request never reached this peer. Once the listed entry has gone silent,
-    /// it is stale: it goes, and the new session is seated from the hearsay. Until then the
-    /// packets are refused, as before. Returns true if the new session was seated.
+    /// player at that node: the node's player reconnected and was seated elsewhere, and its
+    /// connect request never reached this peer. The list either seated the new session here
+    /// already (its slot was free), where the old entry's link takes its packets first, or was
+    /// remembered as hearsay (the slot was taken). Once the old entry has gone silent it is
+    /// stale: it goes, and the new session is found or seated from the hearsay. Until then the
+    /// packets are refused, as before. Returns true if the packet should be tried again.
     fn seat_new_session_at(&mut self, now: Instant, from: &Node, header: &PacketHeader) -> bool {
-        let named = self
+        let listed = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.slot_of(from, header.token).is_some());
+        let hearsay = self
             .hearsay
             .iter()
             .any(|h| h.token == header.token && self.same_node(&h.node, from));
-        if !named {
+        if !listed && !hearsay {
             return false;
         }
         self.forget_stale_player_at(now, from, header.token);
         if self.others_at(from, header.token).next().is_some() {
             return false;
         }
-        let seated = self.seat_from_hearsay(now, from, header);
+        let seated = listed || self.seat_from_hearsay(now, from, header);
         if seated {
             log::info!(
                 "peer: slot {:?}: its player's node came back under a new token",
