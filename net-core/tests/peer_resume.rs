@@ -324,8 +324,11 @@ fn switching_run(seed: u64, loss: f64) -> (usize, usize) {
 /// 1439 and 1444 (searched up to 4,000): the highest player seated a switching player and
 /// switched away itself before its new player list reached the third, so the switched player
 /// listed the third, which rejected its packets as from an unknown sender, and neither ever
-/// seated the other.
-const REGRESSION_SEEDS: [u64; 5] = [428, 1134, 2198, 1439, 1444];
+/// seated the other; 166114 (searched up to 166,114): a switched player's new session was
+/// listed by the others 4.8 s before its own seat was confirmed, and the wait for its RE_RESUME
+/// answer, counted from the listing, ran out just after it spoke, so what was parked for its
+/// earlier session was given up (6 events lost).
+const REGRESSION_SEEDS: [u64; 6] = [428, 1134, 2198, 1439, 1444, 166114];
 
 #[test]
 fn switching_players_keep_every_owed_event_exactly_once_and_in_order_under_loss() {
@@ -397,10 +400,16 @@ fn randomly_timed_switches_keep_every_owed_event_exactly_once_and_in_order() {
     // switched player never met (74864); a player that lost a slot conflict reconnected from
     // the same node under a new token, its connect request to a newcomer was lost, and the
     // newcomer, which listed its earlier session there, refused the new one's packets (and so
-    // its RE_RESUME) until both gave up waiting for answers (224347).
-    const REGRESSIONS: [u64; 21] = [
+    // its RE_RESUME) until both gave up waiting for answers (224347); a newcomer seated with a
+    // list that still named a switched player's earlier session kept that entry, never heard
+    // from, when the seater's next list named the new session, while the new session kept the
+    // newcomer's earlier session in its slot: each waited for the other's first packet
+    // (322048); a list seated a player's earlier session for a moment in place of its new one,
+    // and that empty link, parked when the new one's hello named it, said the events queued
+    // meanwhile were delivered (1327, 20157: found while fixing 322048).
+    const REGRESSIONS: [u64; 24] = [
         219, 226, 1059, 3333, 3451, 3594, 3999, 4122, 4434, 4459, 5433, 7132, 7716, 7920, 8188,
-        9119, 12352, 23365, 74099, 74864, 224347,
+        9119, 12352, 23365, 74099, 74864, 224347, 322048, 1327, 20157,
     ];
     let mut owed = 0;
     for seed in REGRESSIONS.into_iter().chain(first..first + runs) {

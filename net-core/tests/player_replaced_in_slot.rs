@@ -219,3 +219,63 @@ fn a_player_moved_out_of_a_slot_it_was_wrongly_listed_in_keeps_its_link() {
         "every number once, in order"
     );
 }
+
+/// A displaced player's link still gets what the game queues while it waits to be seated again:
+/// seated in its own slot a moment later it goes on with nothing missing. Before, those events
+/// went to no link at all.
+#[test]
+fn what_the_game_queues_while_a_player_is_displaced_still_reaches_it() {
+    let mut now = Instant::now();
+    let (me_node, ann_node, bob_node) = (node(1), node(2), node(3));
+    let mut me = session(0, 0x1111, "me", now);
+    let mut ann = session(2, 0x2222, "ann", now);
+    ann.add_player(now, 0, me_node, 0x1111, name("me"), false);
+    // A list put ann in slot 1, which is bob's.
+    me.add_player(now, 1, ann_node, 0x2222, name("ann"), false);
+    me.queue_event(numbered(1)).expect("queued");
+    // Bob's own packet claims slot 1; the game goes on before ann's packet seats her in slot 2.
+    now += std::time::Duration::from_millis(20);
+    me.displace_player(now, 1, "moved to another slot");
+    me.add_player(now, 1, bob_node, 0x3333, name("bob"), false);
+    me.queue_event(numbered(2)).expect("queued");
+    me.queue_event(numbered(3)).expect("queued");
+    now += std::time::Duration::from_millis(300);
+    me.add_player(now, 2, ann_node, 0x2222, name("ann"), false);
+    me.queue_event(numbered(4)).expect("queued");
+    run((&mut me, me_node), (&mut ann, ann_node), &mut now, 30, true);
+    assert_eq!(
+        numbers(&mut ann),
+        vec![1, 2, 3, 4],
+        "every number once, in order"
+    );
+}
+
+/// A list seats a player's earlier session in the slot where this peer seated the player's new
+/// one, and the next list puts the new one back (both were only listed, never heard from here).
+/// What the game queues next waits for the new session's answer; when its hello names the
+/// earlier session, that session's link is parked and resumed with it. That link, displaced at
+/// once, was empty, and its parked stream used to say every event of its time was delivered:
+/// the held events were then dropped as delivered (`peer_resume` seed 1327, six events lost).
+#[test]
+fn a_stale_list_that_seated_a_players_earlier_session_for_a_moment_loses_it_nothing() {
+    let mut now = Instant::now();
+    let (me_node, ann_node, ghost_node) = (node(1), node(2), node(3));
+    let mut me = session(0, 0x1111, "me", now);
+    // Ann's earlier session (token 0x9999, now gone) and her new one.
+    let earlier = session(2, 0x9999, "ann", now);
+    let mut ann = session(2, 0x2222, "ann", now);
+    ann.set_resume_state(earlier.resume_state_for_next());
+    ann.add_player(now, 0, me_node, 0x1111, name("me"), false);
+    me.add_player(now, 2, ann_node, 0x2222, name("ann"), false);
+    me.add_player(now, 2, ghost_node, 0x9999, name("ann"), false);
+    me.add_player(now, 2, ann_node, 0x2222, name("ann"), false);
+    for number in 1..=3 {
+        me.queue_event(numbered(number)).expect("queued");
+    }
+    run((&mut me, me_node), (&mut ann, ann_node), &mut now, 30, true);
+    assert_eq!(
+        numbers(&mut ann),
+        vec![1, 2, 3],
+        "every number once, in order"
+    );
+}

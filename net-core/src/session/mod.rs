@@ -254,8 +254,8 @@ struct Remote {
     /// The RE_RESUME hello is still to be queued (with the first packet, when the session
     /// knows its earlier tokens).
     hello_due: bool,
-    /// The game's events for this remote held back (and since when) until its answer says
-    /// what to send again first (see `resume`).
+    /// The game's events for this remote held back (and since when: its first packet, see
+    /// `hold_ends_at`) until its answer says what to send again first (see `resume`).
     held: Option<(Vec<(u64, RemoteEvent)>, Instant)>,
     /// The parked streams with this remote found from its hello (oldest first), waiting for
     /// its answers.
@@ -629,5 +629,15 @@ impl Remote {
             rate_told: 0,
             budget: rate::RateBudget::default(),
         }
+    }
+
+    /// When the wait for this remote's RE_RESUME answer ends and the game's events held for it
+    /// go out anyway ([`resume::HOLD_LIMIT`] after its first packet). None while nothing is
+    /// held, or nothing was heard from it yet: a player a list seated may be seconds from its
+    /// own game (its slot request lost again and again), and until it speaks nothing sent would
+    /// reach it anyway, while what was parked for its earlier session must still go first.
+    fn hold_ends_at(&self) -> Option<Instant> {
+        let (_, since) = self.held.as_ref()?;
+        (self.link.stats().packets_received > 0).then(|| *since + resume::HOLD_LIMIT)
     }
 }

@@ -93,10 +93,14 @@ impl Session {
         let limit = self.config.link.max_queued;
         self.game_event_serial += 1;
         let serial = self.game_event_serial;
-        // Each link gets a copy; the last one gets the event itself.
-        let last = self.remotes.len().saturating_sub(1);
+        // Each link gets a copy; the last one gets the event itself. A link displaced a moment
+        // ago gets it too (not sent while displaced): if its player is seated again in another
+        // slot the link goes on with nothing missing, and if it is parked its stream says
+        // truly what that player has not got.
+        let last = (self.remotes.len() + self.displaced.len()).saturating_sub(1);
+        let displaced = self.displaced.iter_mut().map(|(remote, _)| remote);
         let mut event = Some(event);
-        for (index, remote) in self.remotes.iter_mut().enumerate() {
+        for (index, remote) in self.remotes.iter_mut().chain(displaced).enumerate() {
             let copy = if index == last {
                 event.take()
             } else {

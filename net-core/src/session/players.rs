@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::rmev::{PlayerName, ShipState, MAX_SLOTS};
+use crate::rmev::{PlayerListEntry, PlayerName, ShipState, MAX_SLOTS};
 use crate::Node;
 
 /// One seat taken by a remote player.
@@ -24,6 +24,19 @@ pub struct Player {
     /// Whether a packet of the player's own has been accepted (its slot is first-hand, not
     /// hearsay from a player list).
     pub confirmed: bool,
+}
+
+impl Player {
+    /// The player as an entry of a RE_PLAYERLIST.
+    pub fn list_entry(&self) -> PlayerListEntry {
+        PlayerListEntry {
+            slot: self.slot,
+            joined: self.joined,
+            token: self.token,
+            node: self.node,
+            name: self.name,
+        }
+    }
 }
 
 /// Remote players by slot.

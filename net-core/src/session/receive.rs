@@ -91,6 +91,12 @@ impl Session {
             return Err(Rejection::Duplicate);
         }
         remote.last_heard = now;
+        if remote.link.stats().packets_received == 1 {
+            // The wait for its answer counts from here (see `Remote::hold_ends_at`).
+            if let Some((_, since)) = remote.held.as_mut() {
+                *since = now;
+            }
+        }
         let mesh = remote.slot.is_some();
         if let Some(player) = header.sender_slot.and_then(|s| self.players.get_mut(s)) {
             player.last_heard = now;

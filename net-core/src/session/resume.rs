@@ -18,7 +18,8 @@
 //! order. A stream the other side did not answer for is sent in full: it keeps every link it had
 //! as long as this side does, so it never had that one (it seated the player too late). Any new link may be someone coming back
 //! under a new token, so the game's events for it are held until its answer arrived (at most
-//! [`HOLD_LIMIT`], normally one round trip): carried events come before newer ones.
+//! [`HOLD_LIMIT`] from its first packet, normally one round trip): carried events come before
+//! newer ones.
 //!
 //! This module holds the parked streams; `Session` runs the exchange.
 
@@ -32,7 +33,8 @@ pub use super::parking::{ResumeStats, PARK_TIME};
 
 /// Most parked streams kept (the oldest goes first).
 pub const MAX_PARKED: usize = 32;
-/// Longest time the game's events for a new link wait for that link's answer.
+/// Longest time the game's events for a new link wait for that link's answer, counted from the
+/// first packet heard on it.
 pub const HOLD_LIMIT: Duration = Duration::from_secs(5);
 
 /// What one side kept of a link that ended.

@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::resume::HOLD_LIMIT;
 use super::{
     name_order, PacketMeta, Session, DISPLACED_KEEP, FAREWELL_COPIES, OWN_STALL_ALLOWANCE,
 };
@@ -178,8 +177,8 @@ impl Session {
             if let Some(t) = remote.link.ack_due_at() {
                 consider(t);
             }
-            if let Some((_, since)) = remote.held {
-                consider(since + HOLD_LIMIT);
+            if let Some(t) = remote.hold_ends_at() {
+                consider(t);
             }
             if remote.hello_due || remote.rate_told != self.config.receive_rate {
                 consider(remote.last_heard);
@@ -261,11 +260,7 @@ impl Session {
             self.apply_in_order(slot, event);
         }
         for remote in &mut self.remotes {
-            if remote
-                .held
-                .as_ref()
-                .is_some_and(|(_, since)| now.saturating_duration_since(*since) >= HOLD_LIMIT)
-            {
+            if remote.hold_ends_at().is_some_and(|end| now >= end) {
                 log::warn!(
                     "session: no RE_RESUME answer from slot {:?} in time; sending on",
                     remote.slot

@@ -399,26 +399,41 @@ impl PeerProtocol {
             })
             .collect();
         self.settle_early_withdrawals(&placed);
-        let mut hearsay = Vec::new();
         let Some(session) = self.session.as_mut() else {
             return;
         };
-        for entry in list.iter().filter(|e| e.token != my_token) {
-            if session.players().iter().any(|p| p.token == entry.token) {
-                continue;
+        let new_entries: Vec<&PlayerListEntry> = list
+            .iter()
+            .filter(|e| e.token != my_token && !self.departed.contains(&e.token))
+            .filter(|e| !session.players().iter().any(|p| p.token == e.token))
+            .collect();
+        // A holder this peer never heard from is hearsay too: an earlier list put it there. A
+        // seated player's newer list has it right more often (the holder may have switched away
+        // before this peer was seated), and while each of two players holds a ghost where the
+        // other's list put the other, neither sends the first packet `seat_from_hearsay` waits
+        // for. The holder is set aside as hearsay, so its own packets still claim a slot.
+        let mut displaced = Vec::new();
+        if sender.is_some() {
+            for entry in &new_entries {
+                let Some(holder) = session.players().get(entry.slot).filter(|h| !h.confirmed)
+                else {
+                    continue;
+                };
+                displaced.push(holder.list_entry());
+                session.displace_player(now, entry.slot, "moved to another slot");
             }
+        }
+        let mut hearsay = Vec::new();
+        for entry in new_entries {
             let node = match sender {
                 Some((token, node)) if token == entry.token => node,
                 _ => entry.node,
             };
-            if self.departed.contains(&entry.token) {
-                continue;
-            }
             let taken =
                 entry.slot == session.my_slot() || session.players().get(entry.slot).is_some();
             if taken {
-                // Hearsay cannot evict anyone: remember the entry until the player's own
-                // packets say where it sits.
+                // Hearsay cannot evict a player heard from here: remember the entry until the
+                // player's own packets say where it sits.
                 hearsay.push(PlayerListEntry { node, ..*entry });
             } else {
                 session.add_player(now, entry.slot, node, entry.token, entry.name, entry.joined);
@@ -427,7 +442,11 @@ impl PeerProtocol {
         // Requests someone else answered are not ours to answer any more.
         self.queue
             .retain(|e| e.assigned.is_some() || !list.iter().any(|l| l.token == e.token));
-        for entry in hearsay {
+        // A displaced holder this list seated again in another slot is no hearsay.
+        if let Some(session) = self.session.as_ref() {
+            displaced.retain(|e| !session.players().iter().any(|p| p.token == e.token));
+        }
+        for entry in displaced.into_iter().chain(hearsay) {
             self.remember_hearsay(entry);
         }
     }

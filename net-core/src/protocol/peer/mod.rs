@@ -55,7 +55,7 @@ use crate::protocol::{ClientProtocol, ConnectParams, NodeOrder, ProtocolKind};
 use crate::rmev::{
     ChatText, ConnectRequest, EarlierTokens, PlayerListEntry, RemoteEvent, ResumeStep,
 };
-use crate::session::{GameEvent, NodeEq, Session};
+use crate::session::{GameEvent, NodeEq, Player, Session};
 use crate::wire::{decode_packet, encode_packet, PacketHeader, PacketType, WireEvent};
 use crate::Node;
 use probes::Probe;
@@ -507,13 +507,7 @@ impl PeerProtocol {
             node: self.my_node,
             name: *session.my_name(),
         }];
-        list.extend(session.players().iter().map(|p| PlayerListEntry {
-            slot: p.slot,
-            joined: p.joined,
-            token: p.token,
-            node: p.node,
-            name: p.name,
-        }));
+        list.extend(session.players().iter().map(Player::list_entry));
         list.sort_by_key(|e| e.slot);
         list
     }

@@ -39,13 +39,7 @@ impl PeerProtocol {
                     // Hearsay placed someone here; it will claim its own slot when it talks,
                     // and goes on with its link there.
                     session.displace_player(now, slot, "moved to another slot");
-                    self.remember_hearsay(PlayerListEntry {
-                        slot: p.slot,
-                        joined: p.joined,
-                        token: p.token,
-                        node: p.node,
-                        name: p.name,
-                    });
+                    self.remember_hearsay(p.list_entry());
                     return self.end_contest(claimant.token, Claim::Free);
                 }
                 Some(p) => (p.token, p.node, p.last_heard),
