@@ -16,13 +16,7 @@ use net_core::rmev::{RemoteEvent, ShipState};
 use net_core::session::{GameEvent, Session};
 use net_core::wire::decode_packet;
 use net_core::Node;
-use support::sessions::{mesh_session, name, numbered, numbers};
-
-fn node(last: u8) -> Node {
-    let mut n = Node::default();
-    n.bytes[0] = last;
-    n
-}
+use support::sessions::{mesh_session, name, numbered, numbers, test_node as node};
 
 fn session(slot: u8, token: u32, who: &str, now: Instant) -> Session {
     mesh_session(slot, token, who, now)

@@ -11,34 +11,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use net_core::session::{Rejection, Session};
-use net_core::wire::decode_packet;
-use net_core::Node;
-use support::sessions::{mesh_session, name, numbered, numbers};
-
-fn node(last: u8) -> Node {
-    let mut n = Node::default();
-    n.bytes[0] = last;
-    n
-}
+use support::sessions::{
+    datagrams, deliver, mesh_session, name, numbered, numbers, test_node as node,
+};
 
 fn session(slot: u8, token: u32, now: Instant) -> Session {
     mesh_session(slot, token, "p", now)
-}
-
-/// Every datagram `from` has for `to` now, as bytes.
-fn datagrams(from: &mut Session, now: Instant) -> Vec<Vec<u8>> {
-    let mut buf = vec![0u8; 1400];
-    let mut out = Vec::new();
-    while let Some((_, len)) = from.poll_transmit(now, &mut buf) {
-        out.push(buf[..len].to_vec());
-    }
-    out
-}
-
-fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) -> Result<(), Rejection> {
-    let mut events = Vec::new();
-    let packet = decode_packet(data, &mut events).expect("a session's packet decodes");
-    to.handle_packet(now, &from, &packet, &events)
 }
 
 #[test]

@@ -14,23 +14,7 @@ use std::time::{Duration, Instant};
 use net_core::session::Session;
 use net_core::wire::decode_packet;
 use net_core::Node;
-use support::sessions::{mesh_session, name, numbered, numbers};
-
-fn node(last: u8) -> Node {
-    let mut n = Node::default();
-    n.bytes[0] = last;
-    n
-}
-
-/// Every datagram `from` has to send now, as bytes.
-fn datagrams(from: &mut Session, now: Instant) -> Vec<Vec<u8>> {
-    let mut buf = vec![0u8; 1400];
-    let mut out = Vec::new();
-    while let Some((_, len)) = from.poll_transmit(now, &mut buf) {
-        out.push(buf[..len].to_vec());
-    }
-    out
-}
+use support::sessions::{datagrams, mesh_session, name, numbered, numbers, test_node as node};
 
 fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) {
     let mut events = Vec::new();

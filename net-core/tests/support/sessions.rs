@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
-use net_core::session::{GameEvent, LocalPlayer, NodeEq, Session, SessionConfig};
+use net_core::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
 use net_core::sim::Transmit;
+use net_core::wire::decode_packet;
 use net_core::Node;
 
 /// The gameserver's token in the star-session tests.
@@ -29,6 +30,30 @@ pub fn node_of(addr: SocketAddr) -> Node {
         node.bytes[4..6].copy_from_slice(&v4.port().to_be_bytes());
     }
     node
+}
+
+/// A distinct node for a mesh-session test: `last` in its first byte.
+pub fn test_node(last: u8) -> Node {
+    let mut n = Node::default();
+    n.bytes[0] = last;
+    n
+}
+
+/// Every datagram `from` has to send now, as bytes.
+pub fn datagrams(from: &mut Session, now: Instant) -> Vec<Vec<u8>> {
+    let mut buf = vec![0u8; 1400];
+    let mut out = Vec::new();
+    while let Some((_, len)) = from.poll_transmit(now, &mut buf) {
+        out.push(buf[..len].to_vec());
+    }
+    out
+}
+
+/// Hand `data`, a datagram from `from`, to `to`.
+pub fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) -> Result<(), Rejection> {
+    let mut events = Vec::new();
+    let packet = decode_packet(data, &mut events).expect("a session's packet decodes");
+    to.handle_packet(now, &from, &packet, &events)
 }
 
 pub fn name(text: &str) -> PlayerName {
