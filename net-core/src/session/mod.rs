@@ -631,6 +631,11 @@ impl Remote {
         }
     }
 
+    /// Whether no packet from this remote was ever accepted on its link.
+    fn never_heard(&self) -> bool {
+        self.link.stats().packets_received == 0
+    }
+
     /// When the wait for this remote's RE_RESUME answer ends and the game's events held for it
     /// go out anyway ([`resume::HOLD_LIMIT`] after its first packet). None while nothing is
     /// held, or nothing was heard from it yet: a player a list seated may be seconds from its
@@ -638,6 +643,6 @@ impl Remote {
     /// reach it anyway, while what was parked for its earlier session must still go first.
     fn hold_ends_at(&self) -> Option<Instant> {
         let (_, since) = self.held.as_ref()?;
-        (self.link.stats().packets_received > 0).then(|| *since + resume::HOLD_LIMIT)
+        (!self.never_heard()).then(|| *since + resume::HOLD_LIMIT)
     }
 }

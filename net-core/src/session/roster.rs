@@ -3,6 +3,7 @@
 //! next session (see `resume`); a player moved out of a slot it was wrongly listed in keeps its
 //! link aside for a while, in case it is seated again elsewhere.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::{GameEvent, Link, Player, Remote, Session, DISPLACED_KEEP, MAX_RETIRED_TOKENS};
@@ -68,11 +69,21 @@ impl Session {
         });
         if !self.star {
             self.remotes.retain(|r| r.slot != Some(slot));
-            match self.displaced.iter().position(|(r, _)| r.token == token) {
+            let node_eq = Arc::clone(&self.node_eq);
+            let same_link =
+                |r: &Remote| r.token == token || (r.never_heard() && node_eq(&r.node, &node));
+            match self.displaced.iter().position(|(r, _)| same_link(r)) {
                 Some(index) => {
                     // Displaced a moment ago: the same session of the player, which never saw
-                    // this peer leave; its link goes on in the new slot.
+                    // this peer leave; its link goes on in the new slot. Or a link that never
+                    // heard from its node, to a session that left: the new session there may
+                    // have taken its packets, so it goes on with that link (a new one would
+                    // number its reliable events from the start again, and the new session
+                    // would drop them as ones it had: a rename in them was lost, peer_chaos
+                    // seed 3452). Its reliable events were all unacknowledged, so they are all
+                    // sent again in order either way.
                     let (mut remote, _) = self.displaced.remove(index);
+                    remote.token = token;
                     remote.slot = Some(slot);
                     remote.node = node;
                     remote.last_heard = remote.last_heard.max(now);
@@ -140,7 +151,15 @@ impl Session {
 
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
-        if let Some(remote) = self.take_player(slot, reason) {
+        let Some(remote) = self.take_player(slot, reason) else {
+            return;
+        };
+        if remote.slot.is_some() && remote.never_heard() {
+            // Nothing came back on its link, so whatever session is at its node now may have
+            // taken its packets as its own link's (a packet names only its sender's token): kept
+            // aside like a displaced link, a new session seated at that node goes on with it.
+            self.displaced.push((remote, self.clock));
+        } else {
             // It may come back (a backend switch, a dropout): keep what it has not got.
             self.park(&remote);
         }

@@ -1,0 +1,93 @@
+//! A player seats another player's earlier session from a stale list and sends to its node,
+//! where that player's new session already runs; the new session knows the sender's token and
+//! takes those packets as its own link's (a packet names only its sender's token). The earlier
+//! session's link never hears back: the new session's packets are refused for their token. When
+//! the sender then seats the new session in its place, it must go on with that link: a new link
+//! numbers its reliable events from the start again, and the receiver drops the first ones as
+//! events it had, so the greeting with the sender's new name was dropped and the receiver kept
+//! showing the name from before a rename (`peer_chaos` seed 3452, real processes). Everything
+//! the sender says reaches the new session once and in order, and its name is the new one.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use net_core::session::Session;
+use net_core::Node;
+use support::sessions::{
+    datagrams, deliver, mesh_session, name, numbered, numbers, test_node as node,
+};
+
+/// Run both sessions' timers and exchange their packets for `rounds` rounds of 10 ms; returns
+/// how many of b's packets a refused.
+fn exchange(
+    now: &mut Instant,
+    (a, a_node): (&mut Session, Node),
+    (b, b_node): (&mut Session, Node),
+    rounds: usize,
+) -> usize {
+    let mut refused = 0;
+    for _ in 0..rounds {
+        a.handle_timeout(*now);
+        b.handle_timeout(*now);
+        for data in datagrams(a, *now) {
+            let _ = deliver(b, *now, a_node, &data);
+        }
+        for data in datagrams(b, *now) {
+            refused += usize::from(deliver(a, *now, b_node, &data).is_err());
+        }
+        *now += Duration::from_millis(10);
+    }
+    refused
+}
+
+#[test]
+fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earlier_one() {
+    let (n1, n2) = (node(1), node(2));
+    let mut now = Instant::now();
+    // Both players' first sessions play; then both switch, and p2 comes back at the same node.
+    let mut p1_first = mesh_session(0, 0x1A, "p1", now);
+    let mut p2_first = mesh_session(1, 0x2A, "p2", now);
+    p1_first.add_player(now, 1, n2, 0x2A, name("p2"), false);
+    p2_first.add_player(now, 0, n1, 0x1A, name("p1"), false);
+    for number in 1..=5 {
+        p1_first.queue_event(numbered(number)).expect("queued");
+    }
+    exchange(&mut now, (&mut p1_first, n1), (&mut p2_first, n2), 30);
+    let mut got = numbers(&mut p2_first);
+    let mut p1 = mesh_session(0, 0x1B, "p1", now);
+    p1.set_resume_state(p1_first.resume_state_for_next());
+    let mut p2 = mesh_session(1, 0x2B, "p2", now);
+    p2.set_resume_state(p2_first.resume_state_for_next());
+
+    // p1 seats p2's first session from a stale list; p2 knows p1's new token. For 7 s p2 takes
+    // p1's packets and p1 refuses p2's; p1 goes on numbering, then renames itself.
+    p1.add_player(now, 1, n2, 0x2A, name("p2"), false);
+    p2.add_player(now, 0, n1, 0x1B, name("p1"), false);
+    for number in 6..=8 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    let refused = exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 700);
+    assert!(refused > 0, "p1 refused none of p2's packets");
+    p1.set_name(name("p1r1")).expect("renamed");
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 50);
+
+    // p1 learns of p2's new session and seats it in place of the first.
+    p1.remove_player(1, "came back at a new address");
+    p1.add_player(now, 1, n2, 0x2B, name("p2"), false);
+    for number in 9..=11 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 300);
+    got.extend(numbers(&mut p2));
+    assert_eq!(
+        got,
+        (1..=11).collect::<Vec<u32>>(),
+        "p2 got every number once, in order"
+    );
+    assert_eq!(
+        p2.players().get(0).map(|p| p.name),
+        Some(name("p1r1")),
+        "p2 shows p1's new name"
+    );
+}
