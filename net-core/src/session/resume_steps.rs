@@ -101,11 +101,6 @@ impl Session {
                 return;
             }
         }
-        if let ResumeStep::Hello(tokens) = step {
-            // A displaced player that came back under a new token: what its link holds is
-            // resumed like any parked stream.
-            self.park_displaced_where(|token, _| tokens.as_slice().contains(&token));
-        }
         if let (ResumeStep::Hello(tokens), Some(slot)) = (step, slot) {
             // A player still heard from at its own node is not taken for the sender's earlier
             // session at once: wait until it goes silent (a switched player's old socket is
@@ -138,6 +133,12 @@ impl Session {
                 self.remove_player(old, "came back at a new address");
             }
             self.retire_tokens(tokens.as_slice());
+        }
+        if let ResumeStep::Hello(tokens) = step {
+            // A displaced player that came back under a new token (or one just removed above
+            // whose link never heard from it, kept aside by `remove_player`): what its link
+            // holds is resumed like any parked stream.
+            self.park_displaced_where(|token, _| tokens.as_slice().contains(&token));
         }
         let earlier = self.resume.earlier_tokens();
         let Some(remote) = self.remotes.iter_mut().find(|r| r.slot == slot) else {

@@ -11,6 +11,13 @@ use crate::rmev::{PlayerName, RemoteEvent, ShipState};
 use crate::Node;
 
 impl Session {
+    /// Whether `token` may be seated: not this client's own earlier session, nor another
+    /// player's earlier session (it said so in its hello).
+    pub fn may_seat(&self, token: u32) -> bool {
+        !self.resume.earlier_tokens().as_slice().contains(&token)
+            && !self.retired_tokens.contains(&token)
+    }
+
     /// Seat a remote player (and, in a mesh, open a link to it). Emits PlayerConnected for a
     /// new player.
     ///
@@ -29,10 +36,7 @@ impl Session {
         name: PlayerName,
         joined: bool,
     ) {
-        if slot == self.my_slot
-            || self.resume.earlier_tokens().as_slice().contains(&token)
-            || self.retired_tokens.contains(&token)
-        {
+        if slot == self.my_slot || !self.may_seat(token) {
             // Not a player: this client itself, its own earlier session, or another player's
             // earlier session (it said so in its hello), still listed by someone who has not
             // yet heard it leave.

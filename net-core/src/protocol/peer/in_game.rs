@@ -405,18 +405,25 @@ impl PeerProtocol {
         let new_entries: Vec<&PlayerListEntry> = list
             .iter()
             .filter(|e| e.token != my_token && !self.departed.contains(&e.token))
+            .filter(|e| session.may_seat(e.token))
             .filter(|e| !session.players().iter().any(|p| p.token == e.token))
             .collect();
         // A holder this peer never heard from is hearsay too: an earlier list put it there. A
         // seated player's newer list has it right more often (the holder may have switched away
         // before this peer was seated), and while each of two players holds a ghost where the
         // other's list put the other, neither sends the first packet `seat_from_hearsay` waits
-        // for. The holder is set aside as hearsay, so its own packets still claim a slot.
+        // for. The holder is set aside as hearsay, so its own packets still claim a slot. A
+        // seat this peer gave itself stays: it knows better than the list.
         let mut displaced = Vec::new();
         if sender.is_some() {
             for entry in &new_entries {
-                let Some(holder) = session.players().get(entry.slot).filter(|h| !h.confirmed)
-                else {
+                let Some(holder) = session.players().get(entry.slot).filter(|h| {
+                    let seated_here = self
+                        .queue
+                        .get(h.token)
+                        .is_some_and(|q| q.assigned.is_some());
+                    !h.confirmed && !seated_here
+                }) else {
                     continue;
                 };
                 displaced.push(holder.list_entry());
