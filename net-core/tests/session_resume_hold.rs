@@ -9,44 +9,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use net_core::session::Session;
-use net_core::wire::decode_packet;
-use net_core::Node;
-use support::sessions::{datagrams, mesh_session, name, numbered, numbers, test_node as node};
-
-fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) {
-    let mut events = Vec::new();
-    let packet = decode_packet(data, &mut events).expect("a session's packet decodes");
-    let _ = to.handle_packet(now, &from, &packet, &events);
-}
-
-/// Run both sessions' timers and exchange their packets for `rounds` rounds of 10 ms; `a` is
-/// heard by `b` only when `a_reaches_b`, and `b` by `a` only when `b_reaches_a`.
-fn exchange(
-    now: &mut Instant,
-    (a, a_node): (&mut Session, Node),
-    (b, b_node): (&mut Session, Node),
-    rounds: usize,
-    (a_reaches_b, b_reaches_a): (bool, bool),
-) {
-    for _ in 0..rounds {
-        a.handle_timeout(*now);
-        b.handle_timeout(*now);
-        for data in datagrams(a, *now) {
-            if a_reaches_b {
-                deliver(b, *now, a_node, &data);
-            }
-        }
-        for data in datagrams(b, *now) {
-            if b_reaches_a {
-                deliver(a, *now, b_node, &data);
-            }
-        }
-        *now += Duration::from_millis(10);
-    }
-}
+use support::sessions::{exchange, mesh_session, name, numbered, numbers, test_node as node};
 
 #[test]
 fn a_newcomer_seated_from_a_list_long_before_it_speaks_still_gets_what_was_parked_for_it() {

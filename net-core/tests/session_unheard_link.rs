@@ -10,36 +10,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use net_core::session::Session;
-use net_core::Node;
-use support::sessions::{
-    datagrams, deliver, mesh_session, name, numbered, numbers, test_node as node,
-};
-
-/// Run both sessions' timers and exchange their packets for `rounds` rounds of 10 ms; returns
-/// how many of b's packets a refused.
-fn exchange(
-    now: &mut Instant,
-    (a, a_node): (&mut Session, Node),
-    (b, b_node): (&mut Session, Node),
-    rounds: usize,
-) -> usize {
-    let mut refused = 0;
-    for _ in 0..rounds {
-        a.handle_timeout(*now);
-        b.handle_timeout(*now);
-        for data in datagrams(a, *now) {
-            let _ = deliver(b, *now, a_node, &data);
-        }
-        for data in datagrams(b, *now) {
-            refused += usize::from(deliver(a, *now, b_node, &data).is_err());
-        }
-        *now += Duration::from_millis(10);
-    }
-    refused
-}
+use support::sessions::{exchange, mesh_session, name, numbered, numbers, test_node as node};
 
 #[test]
 fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earlier_one() {
@@ -53,7 +26,13 @@ fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earli
     for number in 1..=5 {
         p1_first.queue_event(numbered(number)).expect("queued");
     }
-    exchange(&mut now, (&mut p1_first, n1), (&mut p2_first, n2), 30);
+    exchange(
+        &mut now,
+        (&mut p1_first, n1),
+        (&mut p2_first, n2),
+        30,
+        (true, true),
+    );
     let mut got = numbers(&mut p2_first);
     let mut p1 = mesh_session(0, 0x1B, "p1", now);
     p1.set_resume_state(p1_first.resume_state_for_next());
@@ -67,10 +46,10 @@ fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earli
     for number in 6..=8 {
         p1.queue_event(numbered(number)).expect("queued");
     }
-    let refused = exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 700);
+    let refused = exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 700, (true, true));
     assert!(refused > 0, "p1 refused none of p2's packets");
     p1.set_name(name("p1r1")).expect("renamed");
-    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 50);
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 50, (true, true));
 
     // p1 learns of p2's new session and seats it in place of the first.
     p1.remove_player(1, "came back at a new address");
@@ -78,7 +57,7 @@ fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earli
     for number in 9..=11 {
         p1.queue_event(numbered(number)).expect("queued");
     }
-    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 300);
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 300, (true, true));
     got.extend(numbers(&mut p2));
     assert_eq!(
         got,

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use net_core::rmev::{CustomData, PlayerName, RemoteEvent};
 use net_core::session::{GameEvent, LocalPlayer, NodeEq, Rejection, Session, SessionConfig};
@@ -54,6 +54,35 @@ pub fn deliver(to: &mut Session, now: Instant, from: Node, data: &[u8]) -> Resul
     let mut events = Vec::new();
     let packet = decode_packet(data, &mut events).expect("a session's packet decodes");
     to.handle_packet(now, &from, &packet, &events)
+}
+
+/// Run both sessions' timers and exchange their packets for `rounds` rounds of 10 ms; `a` is
+/// heard by `b` only when `a_reaches_b`, and `b` by `a` only when `b_reaches_a`. Returns how
+/// many of `b`'s packets that reached `a` it refused.
+pub fn exchange(
+    now: &mut Instant,
+    (a, a_node): (&mut Session, Node),
+    (b, b_node): (&mut Session, Node),
+    rounds: usize,
+    (a_reaches_b, b_reaches_a): (bool, bool),
+) -> usize {
+    let mut refused = 0;
+    for _ in 0..rounds {
+        a.handle_timeout(*now);
+        b.handle_timeout(*now);
+        for data in datagrams(a, *now) {
+            if a_reaches_b {
+                let _ = deliver(b, *now, a_node, &data);
+            }
+        }
+        for data in datagrams(b, *now) {
+            if b_reaches_a {
+                refused += usize::from(deliver(a, *now, b_node, &data).is_err());
+            }
+        }
+        *now += Duration::from_millis(10);
+    }
+    refused
 }
 
 pub fn name(text: &str) -> PlayerName {
