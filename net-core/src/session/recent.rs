@@ -60,7 +60,7 @@ impl RecentRates {
     pub fn sample(&mut self, now: Instant, sent: u64, accepted: u64) {
         let due = self
             .newest()
-            .is_none_or(|s| now.saturating_duration_since(s.at) >= SAMPLE_EVERY);
+            .is_none_or(|s| s.at.checked_add(SAMPLE_EVERY).is_none_or(|due| due <= now));
         if due {
             self.keep(now, sent, accepted);
         }

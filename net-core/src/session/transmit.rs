@@ -148,9 +148,10 @@ impl Session {
         if remote.pending_kind.is_some() || remote.link.wants_to_send(now) {
             return true;
         }
-        let keepalive_due = remote
-            .last_sent
-            .is_none_or(|t| now.saturating_duration_since(t) >= self.config.keepalive_interval);
+        let keepalive_due = remote.last_sent.is_none_or(|t| {
+            t.checked_add(self.config.keepalive_interval)
+                .is_some_and(|due| due <= now)
+        });
         if keepalive_due {
             return true;
         }
@@ -309,14 +310,23 @@ impl Session {
     /// the others are not dropped for this process's own silence. A game that calls less often
     /// than the allowance only makes a dead peer's drop that much slower.
     pub(super) fn credit_own_stall(&mut self, now: Instant) {
-        let gap = now.saturating_duration_since(self.last_run);
-        self.last_run = self.last_run.max(now);
-        let Some(credit) = gap.checked_sub(self.own_stall_allowance()) else {
-            return;
-        };
-        if credit.is_zero() || self.remotes.is_empty() {
+        let last_run = self.last_run;
+        if now <= last_run {
             return;
         }
+        self.last_run = now;
+        // Almost every call comes well within the allowance: one comparison decides it (this runs
+        // in every frame, and subtracting instants costs several times more).
+        let allowance = self.own_stall_allowance();
+        if last_run
+            .checked_add(allowance)
+            .is_none_or(|limit| now <= limit)
+            || self.remotes.is_empty()
+        {
+            return;
+        }
+        let gap = now - last_run;
+        let credit = gap - allowance;
         self.stats.own_stalls += 1;
         log::info!(
             "session: this process did not run for {} ms; the others' silence is counted without it",
