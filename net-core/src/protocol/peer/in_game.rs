@@ -399,12 +399,18 @@ impl PeerProtocol {
             })
             .collect();
         self.settle_early_withdrawals(&placed);
+        let predecessors: Vec<u32> = placed
+            .iter()
+            .filter(|(token, node)| self.is_predecessor_entry(*token, node))
+            .map(|(token, _)| *token)
+            .collect();
         let Some(session) = self.session.as_mut() else {
             return;
         };
         let new_entries: Vec<&PlayerListEntry> = list
             .iter()
             .filter(|e| e.token != my_token && !self.departed.contains(&e.token))
+            .filter(|e| !predecessors.contains(&e.token))
             .filter(|e| session.may_seat(e.token))
             .filter(|e| !session.players().iter().any(|p| p.token == e.token))
             .collect();
@@ -550,7 +556,13 @@ impl PeerProtocol {
                 }
                 continue;
             } else {
-                let alive_higher = self.live_higher_players(now, self.deference_window());
+                // The player listed at the requester's own node is not one to wait for: it is
+                // the requester's dead predecessor (the request would go back to the requester).
+                let alive_higher: Vec<Node> = self
+                    .live_higher_players(now, self.deference_window())
+                    .into_iter()
+                    .filter(|n| !self.same_node(n, &request.node))
+                    .collect();
                 if !alive_higher.is_empty() && request.deferrals < MAX_DEFERRALS {
                     // A higher-ranked player seems alive: it should answer. Make sure it knows
                     // and look again shortly; if its reply is not snooped by then, it may have
@@ -568,6 +580,11 @@ impl PeerProtocol {
                     }
                     continue;
                 }
+                // A dead process listed at the requester's node (its process died and a new one
+                // started on the port) holds a seat until it has been silent for the deference
+                // window; then the newcomer takes it. A refused newcomer asks on until its connect
+                // loop ends, so in a full game it is seated once that seat is free.
+                self.forget_stale_player_at(now, &request.node, request.token);
                 let Some(session) = self.session.as_mut() else {
                     return;
                 };

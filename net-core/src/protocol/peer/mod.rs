@@ -352,6 +352,13 @@ impl PeerProtocol {
         (self.order())(a, b) == std::cmp::Ordering::Equal
     }
 
+    /// A list entry under another token at this peer's own address is its dead predecessor (a
+    /// process that died on this port before this one started), never a player: no two live
+    /// processes share an address. The players that list it drop it once it is silent.
+    fn is_predecessor_entry(&self, token: u32, node: &Node) -> bool {
+        token != self.my_token() && self.same_node(node, &self.my_node)
+    }
+
     fn my_token(&self) -> u32 {
         self.params.as_ref().map_or(0, |p| p.token)
     }

@@ -352,6 +352,9 @@ impl PeerProtocol {
             } else {
                 entry.node
             };
+            if self.is_predecessor_entry(entry.token, &node) {
+                continue;
+            }
             session.add_player(now, entry.slot, node, entry.token, entry.name, entry.joined);
         }
         self.session = Some(session);
