@@ -104,7 +104,7 @@ fn udp_pingpong_measures_every_mode_and_syscall_timing_counts_its_calls() {
         &["-shared", "-fPIC", "-ldl"],
     );
 
-    for mode in 0..=3 {
+    for mode in 0..=4 {
         let reports = dir.join(format!("mode{mode}"));
         fs::create_dir_all(&reports).unwrap();
         let mut command = Command::new(&pingpong);

@@ -3,7 +3,8 @@
  * (ROUNDS is 20,000, or $PINGPONG_ROUNDS: 100 to 10,000,000, for short runs in tests),
  * the forked child echoing each one. Each tool supplies how one side receives: `setup` runs in
  * each process before its loop (may be NULL), `receive_one` spins until one datagram has been
- * read. Prints "LABEL: p50 N ns, p99 N ns". */
+ * read. Prints "LABEL: p50 N ns, p99 N ns". With `pingpong_connected` set, each socket is
+ * connected to the other and sends without an address (the kernel keeps the route). */
 #ifndef PARSEC_NET_TOOLS_PINGPONG_H
 #define PARSEC_NET_TOOLS_PINGPONG_H
 
@@ -20,6 +21,8 @@
 
 #define DEFAULT_ROUNDS 20000
 #define WARMUP 1000
+
+static int pingpong_connected;
 
 static long long pingpong_now_ns(void) {
     struct timespec t;
@@ -64,6 +67,16 @@ static void pingpong_run(const char *label, int size, void (*setup)(int fd),
     const int rounds = pingpong_rounds();
     struct sockaddr_in addr_a, addr_b;
     int a = pingpong_socket(&addr_a), b = pingpong_socket(&addr_b);
+    if (pingpong_connected &&
+        (connect(a, (void *)&addr_b, sizeof addr_b) != 0 ||
+         connect(b, (void *)&addr_a, sizeof addr_a) != 0)) {
+        perror("connect");
+        exit(1);
+    }
+    /* A connected socket is sent to without an address: its cached route is used. */
+    const struct sockaddr *to_a = pingpong_connected ? NULL : (void *)&addr_a;
+    const struct sockaddr *to_b = pingpong_connected ? NULL : (void *)&addr_b;
+    const socklen_t to_len = pingpong_connected ? 0 : sizeof addr_a;
     pid_t echoer = fork();
     if (echoer < 0) {
         perror("fork");
@@ -73,7 +86,7 @@ static void pingpong_run(const char *label, int size, void (*setup)(int fd),
         if (setup) setup(b);
         for (int i = 0; i < rounds + WARMUP; i++) {
             receive_one(b);
-            sendto(b, payload, size, 0, (void *)&addr_a, sizeof addr_a);
+            sendto(b, payload, size, 0, to_a, to_len);
         }
         _exit(0);
     }
@@ -85,7 +98,7 @@ static void pingpong_run(const char *label, int size, void (*setup)(int fd),
     }
     for (int i = 0; i < rounds + WARMUP; i++) {
         long long start = pingpong_now_ns();
-        sendto(a, payload, size, 0, (void *)&addr_b, sizeof addr_b);
+        sendto(a, payload, size, 0, to_b, to_len);
         receive_one(a);
         if (i >= WARMUP) rtts[i - WARMUP] = pingpong_now_ns() - start;
     }
