@@ -18,7 +18,7 @@ use net_core::rmev::{PlayerListEntry, PlayerName, RemoteEvent};
 use net_core::session::GameEvent;
 use net_core::sim::{self, LinkProfile, Network, Transmit};
 use net_core::wire::{encode_packet, PacketHeader, PacketType, WireEvent};
-use support::peer_node::{everyone_agrees, PeerNode};
+use support::peer_node::{everyone_agrees, start_by_address, PeerNode};
 
 const NEW_TOKEN: u32 = 0x9999;
 
@@ -33,19 +33,6 @@ fn describe(net: &Network<PeerNode>) -> String {
         .map(|(i, p)| format!("{i}: {} lists {:x?}", p.proto.describe(), tokens_listed(p)))
         .collect::<Vec<_>>()
         .join(" / ")
-}
-
-/// Start peers `(index, target)` 40 ms apart, each connecting to its target's address (token
-/// 0x100 + index), and run until 10 s after the first started.
-fn start_by_address(net: &mut Network<PeerNode>, peers: &[(usize, usize)]) {
-    let start = net.now();
-    for (n, &(i, target)) in peers.iter().enumerate() {
-        let mut node = PeerNode::new(i);
-        node.connect_to(net.now(), 0x100 + i as u32, target);
-        net.start(i, node);
-        net.run_until(start + Duration::from_millis(40 * (n as u64 + 1)), |_| {});
-    }
-    net.run_until(start + Duration::from_secs(10), |_| {});
 }
 
 /// `players` peers play (player 0 connects to 1, the others to 0); player `dead`'s process dies

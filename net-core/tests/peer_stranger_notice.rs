@@ -24,7 +24,7 @@ mod support;
 use net_core::protocol::ClientProtocol;
 use net_core::session::GameEvent;
 use net_core::sim::{LinkProfile, Network};
-use support::peer_node::{everyone_agrees, PeerNode};
+use support::peer_node::{everyone_agrees, start_by_address, PeerNode};
 
 const NOTICE: &str = "not in the other players' game";
 
@@ -61,19 +61,6 @@ fn describe(net: &Network<PeerNode>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" / ")
-}
-
-/// Start peers `(index, target)` 40 ms apart, each connecting to its target's address (token
-/// 0x100 + index), and run until 10 s after the first started.
-fn start_by_address(net: &mut Network<PeerNode>, peers: &[(usize, usize)]) {
-    let start = net.now();
-    for (n, &(i, target)) in peers.iter().enumerate() {
-        let mut node = PeerNode::new(i);
-        node.connect_to(net.now(), 0x100 + i as u32, target);
-        net.start(i, node);
-        net.run_until(start + Duration::from_millis(40 * (n as u64 + 1)), |_| {});
-    }
-    net.run_until(start + Duration::from_secs(10), |_| {});
 }
 
 /// Players 0 and 1 play; player 1's packets to player 0 are cut. A newcomer (node 2) connects to

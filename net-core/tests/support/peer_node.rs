@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use net_core::protocol::peer::{PeerProtocol, PeerTimings};
 use net_core::protocol::{ClientProtocol, ConnectParams};
@@ -217,4 +217,17 @@ pub fn everyone_agrees(net: &sim::Network<PeerNode>, expected: usize) -> bool {
                     .is_some_and(|pl| Some(pl.token) == o.token())
             })
     })
+}
+
+/// Start peers `(index, target)` 40 ms apart, each connecting to its target's address (token
+/// 0x100 + index), and run until 10 s after the first started.
+pub fn start_by_address(net: &mut sim::Network<PeerNode>, peers: &[(usize, usize)]) {
+    let start = net.now();
+    for (n, &(i, target)) in peers.iter().enumerate() {
+        let mut node = PeerNode::new(i);
+        node.connect_to(net.now(), 0x100 + i as u32, target);
+        net.start(i, node);
+        net.run_until(start + Duration::from_millis(40 * (n as u64 + 1)), |_| {});
+    }
+    net.run_until(start + Duration::from_secs(10), |_| {});
 }
