@@ -2,9 +2,10 @@
 //! port, then connects to the other player: real `parsecnet console` processes over UDP on
 //! loopback. The restarted game is seated in the dead one's place and sees only the other
 //! player, never its dead predecessor at its own address; the other game sees the dead one leave
-//! and the new one arrive. (Before, the restarted game listed the dead process as a player until
-//! `net.timeout` dropped it.) The simulated cases and the full game are in
-//! `net-core/tests/peer_restart_rejoin.rs`.
+//! and the new one arrive. (Before, the other game waited for the dead process's turn to answer,
+//! past the restarted game's short connect loop, which then started a game of its own; with a
+//! longer loop it was seated but listed the dead process as a player until `net.timeout`.) The
+//! simulated cases and the full game are in `net-core/tests/peer_restart_rejoin.rs`.
 
 use std::net::UdpSocket;
 
@@ -12,12 +13,13 @@ mod support;
 
 use support::processes::ConsoleProcess;
 
-/// A UDP port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .expect("a free port")
-        .port()
+/// Two distinct UDP ports on 127.0.0.1 that were free a moment ago (both held until both are
+/// known, so they differ).
+fn free_ports() -> (u16, u16) {
+    let bind = || UdpSocket::bind("127.0.0.1:0").expect("a free port");
+    let (a, b) = (bind(), bind());
+    let port = |s: &UdpSocket| s.local_addr().expect("bound").port();
+    (port(&a), port(&b))
 }
 
 /// A console game with quick peer timings on `port` (0: any), named `name`.
@@ -38,7 +40,7 @@ fn game(name: &str, port: u16) -> ConsoleProcess {
 
 #[test]
 fn a_game_restarted_on_its_port_takes_the_dead_ones_place() {
-    let (port_a, port_b) = (free_port(), free_port());
+    let (port_a, port_b) = free_ports();
     let mut alpha = game("alpha", port_a);
     // Nobody answers at port_b yet: alpha runs a game of its own.
     alpha.send(&format!("connect 127.0.0.1:{port_b}"));
