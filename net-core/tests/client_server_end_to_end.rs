@@ -4,160 +4,14 @@
 //! client does not receive another's state, and a client that vanishes is removed. Through a
 //! slotserver, game packets go peer to peer and the server never sees one.
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use net_core::relay::service::RelayService;
-use net_core::relay::{RelayConfig, RelayCore};
-use net_core::rmev::RemoteEvent;
-use net_core::rmev::ShipState;
-use net_core::server::runtime::{run, BoundAddrs, RunSummary, UdpService};
-use net_core::server::{BanList, RuntimeConfig, SlotServerConfig, SlotServerCore};
+use net_core::relay::RelayConfig;
 use net_core::session::GameEvent;
 use net_core::Subsystem;
 
-/// A server running in a thread; stopped on drop.
-struct Server {
-    addrs: BoundAddrs,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<net_core::NetResult<RunSummary>>>,
-}
-
-impl Server {
-    fn start(kind: &'static str, relay: Option<RelayConfig>) -> Server {
-        let config = SlotServerConfig {
-            server_name: "TestServer".into(),
-            ..SlotServerConfig::default()
-        };
-        let udp: Option<Box<dyn UdpService>> = relay.map(|r| {
-            Box::new(RelayService::new(RelayCore::new(RelayConfig {
-                server_token: config.server_token,
-                ..r
-            }))) as Box<dyn UdpService>
-        });
-        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let runtime = RuntimeConfig {
-            udp: udp.is_some().then_some(loopback),
-            ..RuntimeConfig::new(kind, loopback)
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let core = SlotServerCore::new(config, BanList::empty());
-        let thread_stop = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            run(runtime, core, udp, thread_stop, move |addrs| {
-                let _ = tx.send(addrs);
-            })
-        });
-        let addrs = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("server starts");
-        Server {
-            addrs,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> RunSummary {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread.take().unwrap().join().unwrap().unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn console(sub: &mut Subsystem, line: &str) -> String {
-    let reply = sub.console_exec(line, Instant::now());
-    assert!(reply.result.is_ok(), "{line}: {}", reply.output);
-    reply.output
-}
-
-/// A client on loopback connected to `server` with `protocol` (`name` "": it never sets one).
-fn client(name: &str, protocol: &str, server: SocketAddr) -> Subsystem {
-    let mut sub = Subsystem::new();
-    for line in [
-        "net.udp.bind 127.0.0.1".to_string(),
-        "net.udp.ipv6 0".to_string(),
-        "net.port 0".to_string(),
-        "net.api udp".to_string(),
-        format!("net.subsys {protocol}"),
-        format!("name {name}"),
-        format!("connect {server}"),
-    ] {
-        if line != "name " {
-            console(&mut sub, &line);
-        }
-    }
-    sub
-}
-
-struct Player {
-    sub: Subsystem,
-    events: Vec<GameEvent>,
-}
-
-impl Player {
-    fn slot(&self) -> Option<u8> {
-        self.events.iter().find_map(|e| match e {
-            GameEvent::Connected { slot } => Some(*slot),
-            _ => None,
-        })
-    }
-
-    /// The slot of the latest connection.
-    fn slot_now(&self) -> Option<u8> {
-        self.events.iter().rev().find_map(|e| match e {
-            GameEvent::Connected { slot } => Some(*slot),
-            _ => None,
-        })
-    }
-
-    fn heard(&self, text: &str) -> bool {
-        self.events.iter().any(|e| matches!(e, GameEvent::Remote { event: RemoteEvent::SendText(t), .. } if t.to_string() == text))
-    }
-}
-
-fn run_frames(
-    players: &mut [Player],
-    limit: Duration,
-    mut done: impl FnMut(&[Player]) -> bool,
-) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        for p in players.iter_mut() {
-            p.sub.maintain(Instant::now());
-            while let Some(e) = p.sub.poll_event() {
-                p.events.push(e);
-            }
-        }
-        if done(players) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(3));
-    }
-    false
-}
-
-fn ship_at(x: f32, marker: u8) -> ShipState {
-    let mut game = [0u8; 32];
-    game[0] = marker;
-    ShipState {
-        pos: [x, 0.0, 0.0],
-        game,
-        ..ShipState::default()
-    }
-}
+mod support;
+use support::live_servers::*;
 
 #[test]
 fn three_clients_play_through_a_gameserver() {
@@ -321,61 +175,6 @@ fn two_clients_play_peer_to_peer_through_a_slotserver() {
     drop(server);
 }
 
-/// A numbered reliable custom event (type 77).
-fn numbered(n: u32) -> RemoteEvent {
-    RemoteEvent::Custom {
-        custom_type: 77,
-        data: net_core::rmev::CustomData::new(&n.to_le_bytes()).expect("small"),
-        reliable: true,
-    }
-}
-
-/// The numbers of the type-77 events `player` received, in order.
-fn numbers_heard(player: &Player) -> Vec<u32> {
-    player
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            GameEvent::Remote {
-                event:
-                    RemoteEvent::Custom {
-                        custom_type: 77,
-                        data,
-                        ..
-                    },
-                ..
-            } => Some(u32::from_le_bytes(data.as_bytes().try_into().ok()?)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// A gameserver with default settings and two clients that hold slots and see each other.
-fn two_seated_players(names: [&str; 2]) -> (Server, Vec<Player>) {
-    two_seated_players_on("gameserver", names)
-}
-
-/// A `protocol` server (slotserver or gameserver, default settings) and two clients that hold
-/// slots and see each other.
-fn two_seated_players_on(protocol: &'static str, names: [&str; 2]) -> (Server, Vec<Player>) {
-    let server = server_for(protocol);
-    let mut players: Vec<Player> = names
-        .iter()
-        .map(|n| Player {
-            sub: client(n, protocol, server.addrs.tcp),
-            events: Vec::new(),
-        })
-        .collect();
-    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
-        .iter()
-        .all(|p| p.slot().is_some()
-            && p.events.iter().any(|e| matches!(
-                e,
-                GameEvent::PlayerConnected { .. }
-            )))));
-    (server, players)
-}
-
 #[test]
 fn two_players_who_never_chose_a_name_both_get_a_seat() {
     // The server refuses a name already taken; every game's default name differs.
@@ -501,12 +300,6 @@ fn changing_the_local_port_in_a_gameserver_game_keeps_events_flowing_both_ways()
         )
     });
     assert!(!left, "{:?}", players[0].events);
-}
-
-/// A slotserver, or a gameserver with default relay settings.
-fn server_for(protocol: &'static str) -> Server {
-    let relay = (protocol == "gameserver").then(RelayConfig::default);
-    Server::start(protocol, relay)
 }
 
 /// What `player` heard about the player in `slot`: connected (with the name), joined,

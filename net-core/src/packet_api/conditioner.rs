@@ -251,6 +251,11 @@ impl Conditioner {
     pub fn next_release(&self) -> Option<Instant> {
         self.held.peek().map(|Reverse(h)| h.release)
     }
+
+    /// When the last datagram held now is due (None: nothing is held).
+    pub fn last_release(&self) -> Option<Instant> {
+        self.held.iter().map(|Reverse(h)| h.release).max()
+    }
 }
 
 #[cfg(test)]

@@ -452,6 +452,19 @@ impl PacketLayer {
         self.send_sim.conditions()
     }
 
+    /// When every datagram `net.sim` holds on the send path now has left (None: it holds
+    /// none). The game's TCP lines wait for it, as a real path would delay them with the
+    /// datagrams sent before them.
+    pub fn send_path_clear_at(&self) -> Option<Instant> {
+        self.send_sim.last_release()
+    }
+
+    /// When every datagram `net.sim` holds on the receive path now has been handed on (None: it
+    /// holds none).
+    pub fn receive_path_clear_at(&self) -> Option<Instant> {
+        self.receive_sim.last_release()
+    }
+
     /// The conditioner's counters (send path, receive path).
     pub fn conditioner_stats(&self) -> (&ConditionerStats, &ConditionerStats) {
         (self.send_sim.stats(), self.receive_sim.stats())

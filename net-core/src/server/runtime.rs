@@ -531,7 +531,12 @@ impl<C: TextServerCore> Driver<C> {
                     self.transmit_udp(now);
                 }
             }
-            token if self.text.contains_key(&token) => self.read_text(now, token),
+            token if self.text.contains_key(&token) => {
+                // A client's datagrams sent before its line (its last events before `remove
+                // me`) are read before the line, whichever the wake-up lists first.
+                self.receive_udp(now);
+                self.read_text(now, token);
+            }
             // Driven every turn.
             token if self.links.owns(token) => {}
             token => {
@@ -780,6 +785,13 @@ impl<C: TextServerCore> Driver<C> {
             }
             if !progressed {
                 break;
+            }
+        }
+        // What the roster changes made due goes out before the turn's lines: a departed
+        // player's last relayed events come before the line that says it left.
+        if let Some(udp) = self.udp.as_mut() {
+            if udp.service.poll_timeout().is_some_and(|t| t <= now) {
+                udp.service.handle_timeout(now);
             }
         }
         self.transmit_udp(now);

@@ -577,43 +577,73 @@ impl Subsystem {
     /// datagram that arrived after this frame's receive but before the line is read now, and
     /// the player's last events still come before its PLAYER_DISCONNECTED (and are looked up
     /// with its name). One more receive, only in a frame that got lines.
+    ///
+    /// `net.sim` delays datagrams, and a real path would delay the TCP lines with them: a line
+    /// (or the close) waits for the datagrams the send path held when it was queued, so a
+    /// player's `remove me` does not overtake its last events; what the connection brings waits
+    /// for the datagrams the receive path held when it came (`stream_holds::IncomingHold`).
     pub(super) fn drive_stream(&mut self, now: Instant, options: &str) -> bool {
-        let mut busy = false;
+        let mut busy = self.finish_closing_streams(now);
         for _ in 0..2 {
             let Some(protocol) = self.protocol.as_mut() else {
                 return busy;
             };
             while let Some(command) = protocol.poll_stream() {
                 busy = true;
+                let send_path = self.packets.send_path_clear_at().filter(|t| *t > now);
                 match command {
-                    StreamCommand::Connect { host, port } => match LineStream::connect(&host, port)
-                    {
-                        Ok(stream) => self.stream = Some(stream),
-                        Err(reason) => protocol.handle_stream(now, StreamEvent::Closed { reason }),
-                    },
+                    StreamCommand::Connect { host, port } => {
+                        // What an earlier connection brought is not the new one's.
+                        self.incoming_hold.clear();
+                        match LineStream::connect(&host, port) {
+                            Ok(stream) => self.stream = Some(stream),
+                            Err(reason) => {
+                                protocol.handle_stream(now, StreamEvent::Closed { reason })
+                            }
+                        }
+                    }
                     StreamCommand::SendLine(line) => {
                         if let Some(stream) = self.stream.as_mut() {
                             stream.send_line(&line);
+                            if let Some(until) = send_path {
+                                stream.hold_writes_until(until);
+                            }
                         }
                     }
                     StreamCommand::Close => {
-                        if let Some(stream) = self.stream.as_mut() {
+                        // The connection is the protocol's no more: it closes once its last
+                        // lines are out, and nothing it brings is fed to the protocol.
+                        self.incoming_hold.clear();
+                        if let Some(mut stream) = self.stream.take() {
+                            if let Some(until) = send_path {
+                                stream.hold_writes_until(until);
+                            }
                             stream.close();
+                            self.closing_streams.push(stream);
                         }
                     }
                 }
             }
-            let Some(stream) = self.stream.as_mut() else {
-                return busy;
-            };
+            busy |= self.finish_closing_streams(now);
             let mut happened = Vec::new();
-            if !stream.poll(&mut happened) {
-                self.stream = None;
-                busy = true;
+            let send_path_clear = self.send_path_clear(now);
+            if let Some(stream) = self.stream.as_mut() {
+                stream.end_hold(now, send_path_clear);
+                if !stream.poll(&mut happened) {
+                    self.stream = None;
+                    busy = true;
+                }
             }
             busy |= !happened.is_empty();
             if happened.iter().any(|e| matches!(e, StreamEvent::Line(_))) {
                 self.receive_with(now, options);
+            }
+            let receive_path = self.packets.receive_path_clear_at().filter(|t| *t > now);
+            self.incoming_hold.take_in(&mut happened, receive_path);
+            if let Some(released) = self.incoming_hold.take_due(now, receive_path) {
+                // The datagrams that came before them are due: the protocol hears those first.
+                self.receive_with(now, options);
+                happened.splice(0..0, released);
             }
             let Some(protocol) = self.protocol.as_mut() else {
                 return busy;
@@ -621,8 +651,49 @@ impl Subsystem {
             for event in happened {
                 protocol.handle_stream(now, event);
             }
+            if self.stream.is_none() {
+                return busy;
+            }
         }
         busy
+    }
+
+    /// Whether `net.sim` holds no datagram on the send path that is not due by `now` (a frame's
+    /// send pass has released every datagram due by its `now`).
+    fn send_path_clear(&self, now: Instant) -> bool {
+        self.packets.send_path_clear_at().is_none_or(|t| t <= now)
+    }
+
+    /// Drive the connections the protocol closed until their last lines are out. Returns whether
+    /// one finished.
+    fn finish_closing_streams(&mut self, now: Instant) -> bool {
+        if self.closing_streams.is_empty() {
+            return false;
+        }
+        let send_path_clear = self.send_path_clear(now);
+        let before = self.closing_streams.len();
+        let mut ignored = Vec::new();
+        self.closing_streams.retain_mut(|stream| {
+            stream.end_hold(now, send_path_clear);
+            ignored.clear();
+            stream.poll(&mut ignored)
+        });
+        self.closing_streams.len() != before
+    }
+
+    /// At shutdown: the lines still held go out now (the process is leaving; `net.sim` has
+    /// handed on what it held), and each connection gets one last chance to write them.
+    pub(super) fn flush_streams_now(&mut self, now: Instant) {
+        let mut ignored = Vec::new();
+        for stream in self
+            .stream
+            .iter_mut()
+            .chain(self.closing_streams.iter_mut())
+        {
+            stream.end_hold(now, true);
+            stream.poll(&mut ignored);
+        }
+        self.closing_streams.clear();
     }
 
     /// A game-protocol datagram: to the protocol if one is active, else counted and dropped.

@@ -13,6 +13,7 @@ mod leaving_tests;
 pub mod server_list;
 pub mod settings;
 mod stream;
+mod stream_holds;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -66,6 +67,10 @@ pub struct Subsystem {
     last_target: Option<String>,
     /// The TCP connection of a client-server protocol.
     stream: Option<stream::LineStream>,
+    /// Connections the protocol closed whose last lines wait for `net.sim` (see `drive_stream`).
+    closing_streams: Vec<stream::LineStream>,
+    /// What the connection brought while `net.sim` held datagrams that came before it.
+    incoming_hold: stream_holds::IncomingHold,
     /// What a mesh session left for the next one across a backend switch (see
     /// `session::resume`).
     carry_resume: Option<crate::session::ResumeState>,
@@ -93,6 +98,8 @@ impl Subsystem {
             started: Instant::now(),
             last_target: None,
             stream: None,
+            closing_streams: Vec::new(),
+            incoming_hold: stream_holds::IncomingHold::default(),
             carry_resume: None,
             transmit_buf: vec![0; 65_536],
             server_list: server_list::ServerListClient::default(),
@@ -509,6 +516,7 @@ impl Subsystem {
             self.maintain(now);
         }
         self.packets.close();
+        self.flush_streams_now(now);
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Instant;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
@@ -27,6 +28,9 @@ pub struct LineStream {
     read_buf: Vec<u8>,
     write_buf: Vec<u8>,
     closing: bool,
+    /// Nothing is written (nor the connection closed) before this moment: the lines wait for
+    /// datagrams `net.sim` still holds that were sent before them (see `hold_writes_until`).
+    writes_held_until: Option<Instant>,
 }
 
 impl LineStream {
@@ -56,6 +60,7 @@ impl LineStream {
             read_buf: Vec::new(),
             write_buf: Vec::new(),
             closing: false,
+            writes_held_until: None,
         })
     }
 
@@ -68,6 +73,18 @@ impl LineStream {
     /// Close after what is queued has been written.
     pub fn close(&mut self) {
         self.closing = true;
+    }
+
+    /// Write nothing queued so far (or queued later) before `until`; a later hold extends it.
+    pub fn hold_writes_until(&mut self, until: Instant) {
+        self.writes_held_until = self.writes_held_until.max(Some(until));
+    }
+
+    /// End the hold if `now` is past it (`force`: whatever it is).
+    pub fn end_hold(&mut self, now: Instant, force: bool) {
+        if force || self.writes_held_until.is_some_and(|until| until <= now) {
+            self.writes_held_until = None;
+        }
     }
 
     /// Make progress: finish connecting, write, read lines. Events go to `out`. Returns false
@@ -103,7 +120,7 @@ impl LineStream {
             return false;
         };
         // Write what is queued.
-        while !self.write_buf.is_empty() {
+        while !self.write_buf.is_empty() && self.writes_held_until.is_none() {
             match stream.write(&self.write_buf) {
                 Ok(0) => break,
                 Ok(n) => {
@@ -125,7 +142,7 @@ impl LineStream {
             });
             return false;
         }
-        if self.closing && self.write_buf.is_empty() {
+        if self.closing && self.write_buf.is_empty() && self.writes_held_until.is_none() {
             // Read (and drop) what the server has already sent: a socket closed with unread
             // input makes the kernel answer with a reset instead of a FIN, and a server that
             // meets the reset while writing to us may drop us before it reads our last line
