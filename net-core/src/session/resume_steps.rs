@@ -243,6 +243,20 @@ impl Session {
         }
     }
 
+    /// The session ends for good (a disconnect): the game's events still held for a new link's
+    /// RE_RESUME answer go in its last packets, when nothing parked could have gone before them
+    /// (with no parked stream, the answer could only have said "nothing to send again").
+    /// Otherwise they stay held and are lost with the session, rather than risk repeating what
+    /// a parked stream already delivered.
+    pub fn release_resume_holds_on_leaving(&mut self) {
+        if self.resume.has_parked() {
+            return;
+        }
+        for remote in &mut self.remotes {
+            Self::release_held(remote);
+        }
+    }
+
     /// Send what was held back for `remote`, in order, after whatever was carried.
     pub(super) fn release_held(remote: &mut Remote) {
         if let Some((held, _)) = remote.held.take() {

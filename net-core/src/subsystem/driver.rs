@@ -188,6 +188,7 @@ impl Subsystem {
             if let Err(err) = session.release_rename_holds() {
                 log::warn!("disconnect: {err}");
             }
+            session.release_resume_holds_on_leaving();
             let options = self.current_options();
             self.send_frame(now, &options);
             self.send_farewell_copies(now, &options);
