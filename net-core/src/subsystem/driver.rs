@@ -639,12 +639,15 @@ impl Subsystem {
             if happened.iter().any(|e| matches!(e, StreamEvent::Line(_))) {
                 self.receive_with(now, options);
             }
-            let receive_path = self.packets.receive_path_clear_at().filter(|t| *t > now);
-            self.incoming_hold.take_in(&mut happened, receive_path);
-            if let Some(released) = self.incoming_hold.take_due(now, receive_path) {
-                // The datagrams that came before them are due: the protocol hears those first.
-                self.receive_with(now, options);
-                happened.splice(0..0, released);
+            if !happened.is_empty() || !self.incoming_hold.is_empty() {
+                let receive_path = self.packets.receive_path_clear_at().filter(|t| *t > now);
+                self.incoming_hold.take_in(&mut happened, receive_path);
+                if let Some(released) = self.incoming_hold.take_due(now, receive_path) {
+                    // The datagrams that came before them are due: the protocol hears those
+                    // first.
+                    self.receive_with(now, options);
+                    happened.splice(0..0, released);
+                }
             }
             let Some(protocol) = self.protocol.as_mut() else {
                 return busy;

@@ -53,8 +53,7 @@ impl IncomingHold {
         self.until = None;
     }
 
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
 }
