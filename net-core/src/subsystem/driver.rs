@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::stream::LineStream;
 use super::Subsystem;
@@ -24,6 +24,9 @@ use crate::session::{GameEvent, Session};
 
 /// Most datagrams one `maintain` call reads (the rest wait for the next frame).
 const MAX_RECEIVE_PER_FRAME: usize = 1024;
+/// How long a connection the protocol closed may take to get its last lines out (a server
+/// that stops reading): then it is dropped as it is.
+const CLOSING_STREAM_LIMIT: Duration = Duration::from_secs(10);
 
 impl Subsystem {
     // ----- protocol selection and calls -------------------------------------------------------
@@ -620,7 +623,8 @@ impl Subsystem {
                                 stream.hold_writes_until(until);
                             }
                             stream.close();
-                            self.closing_streams.push(stream);
+                            self.closing_streams
+                                .push((stream, now + CLOSING_STREAM_LIMIT));
                         }
                     }
                 }
@@ -677,10 +681,10 @@ impl Subsystem {
         let send_path_clear = self.send_path_clear(now);
         let before = self.closing_streams.len();
         let mut ignored = Vec::new();
-        self.closing_streams.retain_mut(|stream| {
+        self.closing_streams.retain_mut(|(stream, give_up_at)| {
             stream.end_hold(now, send_path_clear);
             ignored.clear();
-            stream.poll(&mut ignored)
+            stream.poll(&mut ignored) && now < *give_up_at
         });
         self.closing_streams.len() != before
     }
@@ -689,11 +693,8 @@ impl Subsystem {
     /// handed on what it held), and each connection gets one last chance to write them.
     pub(super) fn flush_streams_now(&mut self, now: Instant) {
         let mut ignored = Vec::new();
-        for stream in self
-            .stream
-            .iter_mut()
-            .chain(self.closing_streams.iter_mut())
-        {
+        let closing = self.closing_streams.iter_mut().map(|(stream, _)| stream);
+        for stream in self.stream.iter_mut().chain(closing) {
             stream.end_hold(now, true);
             stream.poll(&mut ignored);
         }

@@ -67,8 +67,9 @@ pub struct Subsystem {
     last_target: Option<String>,
     /// The TCP connection of a client-server protocol.
     stream: Option<stream::LineStream>,
-    /// Connections the protocol closed whose last lines wait for `net.sim` (see `drive_stream`).
-    closing_streams: Vec<stream::LineStream>,
+    /// Connections the protocol closed whose last lines wait for `net.sim` (see `drive_stream`),
+    /// and when they are given up.
+    closing_streams: Vec<(stream::LineStream, Instant)>,
     /// What the connection brought while `net.sim` held datagrams that came before it.
     incoming_hold: stream_holds::IncomingHold,
     /// What a mesh session left for the next one across a backend switch (see
