@@ -294,6 +294,42 @@ mod tests {
     }
 
     #[test]
+    fn held_lines_and_the_close_wait_for_the_hold_and_keep_their_order() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = LineStream::connect("127.0.0.1", port).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(poll_until(&mut client, |events| events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Connected { .. }))));
+        let t0 = Instant::now();
+        client.send_line("my new name: ace");
+        client.hold_writes_until(t0 + Duration::from_secs(60));
+        client.send_line("remove me");
+        client.close();
+        let mut events = Vec::new();
+        assert!(client.poll(&mut events), "held: not closed yet");
+        // A hold that is not due yet stays.
+        client.end_hold(t0 + Duration::from_secs(59), false);
+        assert!(client.poll(&mut events), "still held");
+        server.set_nonblocking(true).unwrap();
+        let mut got = [0u8; 64];
+        assert!(
+            matches!(server.read(&mut got), Err(e) if e.kind() == ErrorKind::WouldBlock),
+            "nothing written while held"
+        );
+        client.end_hold(t0 + Duration::from_secs(60), false);
+        assert!(!client.poll(&mut events), "written and closed once due");
+        server.set_nonblocking(false).unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut all = Vec::new();
+        server.read_to_end(&mut all).unwrap();
+        assert_eq!(all, b"my new name: ace\nremove me\n");
+    }
+
+    #[test]
     fn closing_with_unread_server_lines_sends_a_fin_not_a_reset() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
