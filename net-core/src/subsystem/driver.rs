@@ -631,9 +631,8 @@ impl Subsystem {
             }
             busy |= self.finish_closing_streams(now);
             let mut happened = Vec::new();
-            let send_path_clear = self.send_path_clear(now);
             if let Some(stream) = self.stream.as_mut() {
-                stream.end_hold(now, send_path_clear);
+                stream.end_hold(now, self.packets.send_path_clear(now));
                 if !stream.poll(&mut happened) {
                     self.stream = None;
                     busy = true;
@@ -666,19 +665,13 @@ impl Subsystem {
         busy
     }
 
-    /// Whether `net.sim` holds no datagram on the send path that is not due by `now` (a frame's
-    /// send pass has released every datagram due by its `now`).
-    fn send_path_clear(&self, now: Instant) -> bool {
-        self.packets.send_path_clear_at().is_none_or(|t| t <= now)
-    }
-
     /// Drive the connections the protocol closed until their last lines are out. Returns whether
     /// one finished.
     fn finish_closing_streams(&mut self, now: Instant) -> bool {
         if self.closing_streams.is_empty() {
             return false;
         }
-        let send_path_clear = self.send_path_clear(now);
+        let send_path_clear = self.packets.send_path_clear(now);
         let before = self.closing_streams.len();
         let mut ignored = Vec::new();
         self.closing_streams.retain_mut(|(stream, give_up_at)| {
