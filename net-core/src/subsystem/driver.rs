@@ -587,79 +587,93 @@ impl Subsystem {
     /// player's `remove me` does not overtake its last events; what the connection brings waits
     /// for the datagrams the receive path held when it came (`stream_holds::IncomingHold`).
     pub(super) fn drive_stream(&mut self, now: Instant, options: &str) -> bool {
-        let mut busy = self.finish_closing_streams(now);
+        let mut busy = !self.closing_streams.is_empty() && self.finish_closing_streams(now);
         for _ in 0..2 {
-            let Some(protocol) = self.protocol.as_mut() else {
-                return busy;
-            };
-            while let Some(command) = protocol.poll_stream() {
+            while let Some(command) = self.protocol.as_mut().and_then(|p| p.poll_stream()) {
                 busy = true;
-                let send_path = self.packets.send_path_clear_at().filter(|t| *t > now);
-                match command {
-                    StreamCommand::Connect { host, port } => {
-                        // What an earlier connection brought is not the new one's.
-                        self.incoming_hold.clear();
-                        match LineStream::connect(&host, port) {
-                            Ok(stream) => self.stream = Some(stream),
-                            Err(reason) => {
-                                protocol.handle_stream(now, StreamEvent::Closed { reason })
-                            }
-                        }
-                    }
-                    StreamCommand::SendLine(line) => {
-                        if let Some(stream) = self.stream.as_mut() {
-                            stream.send_line(&line);
-                            if let Some(until) = send_path {
-                                stream.hold_writes_until(until);
-                            }
-                        }
-                    }
-                    StreamCommand::Close => {
-                        // The connection is the protocol's no more: it closes once its last
-                        // lines are out, and nothing it brings is fed to the protocol.
-                        self.incoming_hold.clear();
-                        if let Some(mut stream) = self.stream.take() {
-                            if let Some(until) = send_path {
-                                stream.hold_writes_until(until);
-                            }
-                            stream.close();
-                            self.closing_streams
-                                .push((stream, now + CLOSING_STREAM_LIMIT));
-                        }
-                    }
-                }
+                self.carry_out_stream_command(now, command);
             }
-            busy |= self.finish_closing_streams(now);
-            let mut happened = Vec::new();
-            if let Some(stream) = self.stream.as_mut() {
-                stream.end_hold(now, self.packets.send_path_clear(now));
-                if !stream.poll(&mut happened) {
-                    self.stream = None;
-                    busy = true;
-                }
+            if !self.closing_streams.is_empty() {
+                busy |= self.finish_closing_streams(now);
             }
-            busy |= !happened.is_empty();
-            if happened.iter().any(|e| matches!(e, StreamEvent::Line(_))) {
-                self.receive_with(now, options);
-            }
-            if !happened.is_empty() || !self.incoming_hold.is_empty() {
-                let receive_path = self.packets.receive_path_clear_at().filter(|t| *t > now);
-                self.incoming_hold.take_in(&mut happened, receive_path);
-                if let Some(released) = self.incoming_hold.take_due(now, receive_path) {
-                    // The datagrams that came before them are due: the protocol hears those
-                    // first.
-                    self.receive_with(now, options);
-                    happened.splice(0..0, released);
-                }
-            }
-            let Some(protocol) = self.protocol.as_mut() else {
+            if self.stream.is_none() && self.incoming_hold.is_empty() {
                 return busy;
-            };
+            }
+            busy |= self.exchange_with_stream(now, options);
+        }
+        busy
+    }
+
+    /// One of the protocol's TCP commands (see `drive_stream`).
+    #[inline(never)]
+    fn carry_out_stream_command(&mut self, now: Instant, command: StreamCommand) {
+        let send_path = self.packets.send_path_clear_at().filter(|t| *t > now);
+        match command {
+            StreamCommand::Connect { host, port } => {
+                // What an earlier connection brought is not the new one's.
+                self.incoming_hold.clear();
+                match LineStream::connect(&host, port) {
+                    Ok(stream) => self.stream = Some(stream),
+                    Err(reason) => {
+                        if let Some(protocol) = self.protocol.as_mut() {
+                            protocol.handle_stream(now, StreamEvent::Closed { reason });
+                        }
+                    }
+                }
+            }
+            StreamCommand::SendLine(line) => {
+                if let Some(stream) = self.stream.as_mut() {
+                    stream.send_line(&line);
+                    if let Some(until) = send_path {
+                        stream.hold_writes_until(until);
+                    }
+                }
+            }
+            StreamCommand::Close => {
+                // The connection is the protocol's no more: it closes once its last lines are
+                // out, and nothing it brings is fed to the protocol.
+                self.incoming_hold.clear();
+                if let Some(mut stream) = self.stream.take() {
+                    if let Some(until) = send_path {
+                        stream.hold_writes_until(until);
+                    }
+                    stream.close();
+                    self.closing_streams
+                        .push((stream, now + CLOSING_STREAM_LIMIT));
+                }
+            }
+        }
+    }
+
+    /// Write to and read from the connection, and feed the protocol what it brought (or what
+    /// waited for the receive path and is due now). Returns whether anything happened.
+    #[inline(never)]
+    fn exchange_with_stream(&mut self, now: Instant, options: &str) -> bool {
+        let mut busy = false;
+        let mut happened = Vec::new();
+        if let Some(stream) = self.stream.as_mut() {
+            stream.end_hold(now, self.packets.send_path_clear(now));
+            if !stream.poll(&mut happened) {
+                self.stream = None;
+                busy = true;
+            }
+        }
+        busy |= !happened.is_empty();
+        if happened.iter().any(|e| matches!(e, StreamEvent::Line(_))) {
+            self.receive_with(now, options);
+        }
+        if !happened.is_empty() || !self.incoming_hold.is_empty() {
+            let receive_path = self.packets.receive_path_clear_at().filter(|t| *t > now);
+            self.incoming_hold.take_in(&mut happened, receive_path);
+            if let Some(released) = self.incoming_hold.take_due(now, receive_path) {
+                // The datagrams that came before them are due: the protocol hears those first.
+                self.receive_with(now, options);
+                happened.splice(0..0, released);
+            }
+        }
+        if let Some(protocol) = self.protocol.as_mut() {
             for event in happened {
                 protocol.handle_stream(now, event);
-            }
-            if self.stream.is_none() {
-                return busy;
             }
         }
         busy
@@ -667,10 +681,8 @@ impl Subsystem {
 
     /// Drive the connections the protocol closed until their last lines are out. Returns whether
     /// one finished.
+    #[cold]
     fn finish_closing_streams(&mut self, now: Instant) -> bool {
-        if self.closing_streams.is_empty() {
-            return false;
-        }
         let send_path_clear = self.packets.send_path_clear(now);
         let before = self.closing_streams.len();
         let mut ignored = Vec::new();
