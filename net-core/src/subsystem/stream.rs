@@ -293,15 +293,21 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn held_lines_and_the_close_wait_for_the_hold_and_keep_their_order() {
+    /// A client stream connected to a server socket on loopback.
+    fn connected_pair() -> (LineStream, std::net::TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let mut client = LineStream::connect("127.0.0.1", port).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (server, _) = listener.accept().unwrap();
         assert!(poll_until(&mut client, |events| events
             .iter()
             .any(|e| matches!(e, StreamEvent::Connected { .. }))));
+        (client, server)
+    }
+
+    #[test]
+    fn held_lines_and_the_close_wait_for_the_hold_and_keep_their_order() {
+        let (mut client, mut server) = connected_pair();
         let t0 = Instant::now();
         client.send_line("my new name: ace");
         client.hold_writes_until(t0 + Duration::from_secs(60));
@@ -331,13 +337,7 @@ mod tests {
 
     #[test]
     fn closing_with_unread_server_lines_sends_a_fin_not_a_reset() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let mut client = LineStream::connect("127.0.0.1", port).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        assert!(poll_until(&mut client, |events| events
-            .iter()
-            .any(|e| matches!(e, StreamEvent::Connected { .. }))));
+        let (mut client, mut server) = connected_pair();
         // Lines the client will not read before it leaves (list updates, say).
         server
             .write_all(b"add ip: 10.0.0.2 name: x in 1\n")
