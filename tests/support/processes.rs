@@ -100,6 +100,15 @@ impl ServerProcess {
         let _ = self.child.wait();
     }
 
+    /// Stop it (SIGSTOP) or let it go on (SIGCONT): `signal("-STOP")`.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal}: {status}");
+    }
+
     /// End it at once, as a crash would (SIGKILL).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -199,6 +208,15 @@ impl ConsoleProcess {
             .find(|l| wanted(l))
             .cloned()
             .expect("found")
+    }
+
+    /// Stop it (SIGSTOP) or let it go on (SIGCONT): `signal("-STOP")`.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal}: {status}");
     }
 
     /// End it at once, as a crash would (SIGKILL).

@@ -787,13 +787,6 @@ impl<C: TextServerCore> Driver<C> {
                 break;
             }
         }
-        // What the roster changes made due goes out before the turn's lines: a departed
-        // player's last relayed events come before the line that says it left.
-        if let Some(udp) = self.udp.as_mut() {
-            if udp.service.poll_timeout().is_some_and(|t| t <= now) {
-                udp.service.handle_timeout(now);
-            }
-        }
         self.transmit_udp(now);
     }
 
