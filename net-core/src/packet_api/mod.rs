@@ -459,12 +459,6 @@ impl PacketLayer {
         self.send_sim.last_release()
     }
 
-    /// Whether `net.sim` holds no datagram on the send path that is not due by `now` (a frame's
-    /// send pass has released every datagram due by its `now`).
-    pub fn send_path_clear(&self, now: Instant) -> bool {
-        self.send_path_clear_at().is_none_or(|t| t <= now)
-    }
-
     /// When every datagram `net.sim` holds on the receive path now has been handed on (None: it
     /// holds none).
     pub fn receive_path_clear_at(&self) -> Option<Instant> {

@@ -652,7 +652,7 @@ impl Subsystem {
         let mut busy = false;
         let mut happened = Vec::new();
         if let Some(stream) = self.stream.as_mut() {
-            stream.end_hold(now, self.packets.send_path_clear(now));
+            stream.end_hold_if_due(now);
             if !stream.poll(&mut happened) {
                 self.stream = None;
                 busy = true;
@@ -683,11 +683,10 @@ impl Subsystem {
     /// one finished.
     #[cold]
     fn finish_closing_streams(&mut self, now: Instant) -> bool {
-        let send_path_clear = self.packets.send_path_clear(now);
         let before = self.closing_streams.len();
         let mut ignored = Vec::new();
         self.closing_streams.retain_mut(|(stream, give_up_at)| {
-            stream.end_hold(now, send_path_clear);
+            stream.end_hold_if_due(now);
             ignored.clear();
             stream.poll(&mut ignored) && now < *give_up_at
         });
@@ -696,11 +695,11 @@ impl Subsystem {
 
     /// At shutdown: the lines still held go out now (the process is leaving; `net.sim` has
     /// handed on what it held), and each connection gets one last chance to write them.
-    pub(super) fn flush_streams_now(&mut self, now: Instant) {
+    pub(super) fn flush_streams_now(&mut self) {
         let mut ignored = Vec::new();
         let closing = self.closing_streams.iter_mut().map(|(stream, _)| stream);
         for stream in self.stream.iter_mut().chain(closing) {
-            stream.end_hold(now, true);
+            stream.end_hold();
             stream.poll(&mut ignored);
         }
         self.closing_streams.clear();

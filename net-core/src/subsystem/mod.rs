@@ -517,7 +517,7 @@ impl Subsystem {
             self.maintain(now);
         }
         self.packets.close();
-        self.flush_streams_now(now);
+        self.flush_streams_now();
     }
 }
 

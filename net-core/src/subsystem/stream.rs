@@ -80,11 +80,17 @@ impl LineStream {
         self.writes_held_until = self.writes_held_until.max(Some(until));
     }
 
-    /// End the hold if `now` is past it (`force`: whatever it is).
-    pub fn end_hold(&mut self, now: Instant, force: bool) {
-        if force || self.writes_held_until.is_some_and(|until| until <= now) {
+    /// End the hold if `now` is past it. (A backend switch hands on what `net.sim` held early;
+    /// the lines still wait for the time, at most the path's lag and jitter.)
+    pub fn end_hold_if_due(&mut self, now: Instant) {
+        if self.writes_held_until.is_some_and(|until| until <= now) {
             self.writes_held_until = None;
         }
+    }
+
+    /// End the hold now (a shutdown: `net.sim` has handed on what it held).
+    pub fn end_hold(&mut self) {
+        self.writes_held_until = None;
     }
 
     /// Make progress: finish connecting, write, read lines. Events go to `out`. Returns false
@@ -316,7 +322,7 @@ mod tests {
         let mut events = Vec::new();
         assert!(client.poll(&mut events), "held: not closed yet");
         // A hold that is not due yet stays.
-        client.end_hold(t0 + Duration::from_secs(59), false);
+        client.end_hold_if_due(t0 + Duration::from_secs(59));
         assert!(client.poll(&mut events), "still held");
         server.set_nonblocking(true).unwrap();
         let mut got = [0u8; 64];
@@ -324,7 +330,7 @@ mod tests {
             matches!(server.read(&mut got), Err(e) if e.kind() == ErrorKind::WouldBlock),
             "nothing written while held"
         );
-        client.end_hold(t0 + Duration::from_secs(60), false);
+        client.end_hold_if_due(t0 + Duration::from_secs(60));
         assert!(!client.poll(&mut events), "written and closed once due");
         server.set_nonblocking(false).unwrap();
         server
