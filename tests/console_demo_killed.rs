@@ -12,20 +12,7 @@ use support::processes::{ConsoleProcess, ServerProcess};
 
 #[test]
 fn a_console_killed_while_recording_leaves_a_demo_up_to_its_last_frame() {
-    let server = ServerProcess::start(
-        "gameserver",
-        &[
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--no-http",
-            "--udp-port",
-            "0",
-            "--name",
-            "rec",
-        ],
-    );
+    let server = ServerProcess::loopback_gameserver(&["--no-http", "--name", "rec"]);
     let path = std::env::temp_dir().join(format!("pnet-killed-{}.demo", std::process::id()));
     let _ = std::fs::remove_file(&path);
 

@@ -14,25 +14,17 @@ use std::time::{Duration, Instant};
 mod live_servers;
 mod support;
 
-use live_servers::{client, console, numbered, numbers_heard, numbers_in, run_frames, Player};
+use live_servers::{
+    client, console, heard_before_departure, numbered, numbers_heard, run_frames, until_seated,
+    Player,
+};
 use support::processes::ServerProcess;
 
 const SENT: u32 = 20;
 
 #[test]
 fn a_leaving_clients_last_datagrams_are_read_before_its_remove_me() {
-    let server = ServerProcess::start(
-        "gameserver",
-        &[
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--udp-port",
-            "0",
-            "--no-http",
-        ],
-    );
+    let server = ServerProcess::loopback_gameserver(&["--no-http"]);
     let mut players: Vec<Player> = ["lea", "sta"]
         .iter()
         .map(|name| Player {
@@ -40,13 +32,7 @@ fn a_leaving_clients_last_datagrams_are_read_before_its_remove_me() {
             events: Vec::new(),
         })
         .collect();
-    assert!(run_frames(&mut players, Duration::from_secs(20), |ps| ps
-        .iter()
-        .all(|p| p.slot().is_some()
-            && p.events.iter().any(|e| matches!(
-                e,
-                net_core::session::GameEvent::PlayerConnected { .. }
-            )))));
+    until_seated(&mut players, Duration::from_secs(20));
     // Settled: the first number goes through.
     players[0].sub.queue_remote_event(numbered(0)).unwrap();
     assert!(
@@ -73,35 +59,22 @@ fn a_leaving_clients_last_datagrams_are_read_before_its_remove_me() {
     std::thread::sleep(Duration::from_millis(50));
     server.signal("-CONT");
 
-    let left = |p: &Player| {
-        p.events.iter().any(|e| {
-            matches!(e, net_core::session::GameEvent::PlayerDisconnected { slot, .. }
-                if *slot == leaver_slot)
-        })
-    };
     let all = run_frames(&mut players, Duration::from_secs(20), |ps| {
-        left(&ps[1]) && numbers_heard(&ps[1]).len() > SENT as usize
+        let (numbers, after) = heard_before_departure(&ps[1], leaver_slot);
+        after.is_some() && numbers.len() > SENT as usize
     });
+    let (numbers, after) = heard_before_departure(&players[1], leaver_slot);
     assert!(
         all,
-        "the staying client saw the departure: {}; numbers: {:?}",
-        left(&players[1]),
-        numbers_heard(&players[1])
+        "the staying client saw the departure: {}; numbers: {numbers:?}",
+        after.is_some()
     );
-    assert_eq!(numbers_heard(&players[1]), (0..=SENT).collect::<Vec<_>>());
-    // And before the departure: the relay sends them before the line that says it left.
-    let departure = players[1]
-        .events
-        .iter()
-        .position(|e| {
-            matches!(e, net_core::session::GameEvent::PlayerDisconnected { slot, .. }
-                if *slot == leaver_slot)
-        })
-        .expect("seen above");
+    // Every number once, in order, and before the departure (the relay sends what it relays
+    // before the line that says the player left).
     assert_eq!(
-        numbers_in(&players[1].events[..departure]).len(),
-        SENT as usize + 1,
-        "every number before the PLAYER_DISCONNECTED: {:?}",
+        (numbers, after),
+        ((0..=SENT).collect::<Vec<_>>(), Some(0)),
+        "{:?}",
         players[1].events
     );
 }

@@ -240,23 +240,14 @@ fn status_showing(server: &ServerProcess, wanted: &str) -> String {
 
 #[test]
 fn hostile_datagrams_are_dropped_and_counted_and_a_player_whose_port_changes_keeps_playing() {
-    let server = ServerProcess::start(
-        "gameserver",
-        &[
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--http-port",
-            "0",
-            "--udp-port",
-            "0",
-            "--alive-timeout",
-            "3600",
-            "--distance",
-            "0",
-        ],
-    );
+    let server = ServerProcess::loopback_gameserver(&[
+        "--http-port",
+        "0",
+        "--alive-timeout",
+        "3600",
+        "--distance",
+        "0",
+    ]);
     let mut ann = Player::join(&server, "ann", 0x0A11);
     let mut bob = Player::join(&server, "bob", 0x0B22);
     let mut cid = Player::join(&server, "cid", 0x0C33);

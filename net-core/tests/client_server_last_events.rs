@@ -11,8 +11,6 @@
 
 use std::time::{Duration, Instant};
 
-use net_core::session::GameEvent;
-
 mod support;
 use support::live_servers::*;
 
@@ -24,17 +22,6 @@ const SENT: u32 = 30;
 enum Lagged {
     Leaver,
     Receiver,
-}
-
-/// What the staying player heard of the leaving one: its numbers, and how many of them came
-/// after its PLAYER_DISCONNECTED (None: no departure seen).
-fn heard_before_departure(stayer: &Player, leaver_slot: u8) -> (Vec<u32>, Option<usize>) {
-    let numbers = numbers_heard(stayer);
-    let departure = stayer.events.iter().position(
-        |e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == leaver_slot),
-    );
-    let after = departure.map(|at| numbers_in(&stayer.events[at..]).len());
-    (numbers, after)
 }
 
 fn last_events_come_before_the_departure(protocol: &'static str, lagged: Lagged, lag_ms: u32) {

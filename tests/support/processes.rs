@@ -77,6 +77,13 @@ impl ServerProcess {
         }
     }
 
+    /// `parsecnet gameserver` on 127.0.0.1, its TCP and UDP ports chosen by the system, with
+    /// `more` arguments.
+    pub fn loopback_gameserver(more: &[&str]) -> ServerProcess {
+        let base = ["--bind", "127.0.0.1", "--port", "0", "--udp-port", "0"];
+        ServerProcess::start("gameserver", &[&base[..], more].concat())
+    }
+
     /// `GET path` over HTTP/1.0: the head and the body.
     pub fn get(&self, path: &str) -> (String, String) {
         let mut stream = TcpStream::connect(self.http.expect("the server serves HTTP")).unwrap();
@@ -92,21 +99,13 @@ impl ServerProcess {
 impl ServerProcess {
     /// Send it SIGTERM (a graceful stop) and wait until it has exited.
     pub fn terminate(&mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -TERM: {status}");
+        send_signal(&self.child, "-TERM");
         let _ = self.child.wait();
     }
 
     /// Stop it (SIGSTOP) or let it go on (SIGCONT): `signal("-STOP")`.
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal}: {status}");
+        send_signal(&self.child, signal);
     }
 
     /// End it at once, as a crash would (SIGKILL).
@@ -212,11 +211,7 @@ impl ConsoleProcess {
 
     /// Stop it (SIGSTOP) or let it go on (SIGCONT): `signal("-STOP")`.
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal}: {status}");
+        send_signal(&self.child, signal);
     }
 
     /// End it at once, as a crash would (SIGKILL).
@@ -231,4 +226,13 @@ impl Drop for ConsoleProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `kill SIGNAL PID` (`"-STOP"`, `"-CONT"`, `"-TERM"`) for a child process.
+fn send_signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal}: {status}");
 }

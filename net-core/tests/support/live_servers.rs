@@ -190,6 +190,17 @@ pub fn numbers_in(events: &[GameEvent]) -> Vec<u32> {
         .collect()
 }
 
+/// What the staying player heard of the leaving one: its numbers, and how many of them came
+/// after its PLAYER_DISCONNECTED (None: no departure seen).
+pub fn heard_before_departure(stayer: &Player, leaver_slot: u8) -> (Vec<u32>, Option<usize>) {
+    let numbers = numbers_heard(stayer);
+    let departure = stayer.events.iter().position(
+        |e| matches!(e, GameEvent::PlayerDisconnected { slot, .. } if *slot == leaver_slot),
+    );
+    let after = departure.map(|at| numbers_in(&stayer.events[at..]).len());
+    (numbers, after)
+}
+
 /// A gameserver with default settings and two clients that hold slots and see each other.
 pub fn two_seated_players(names: [&str; 2]) -> (Server, Vec<Player>) {
     two_seated_players_on("gameserver", names)
@@ -206,14 +217,20 @@ pub fn two_seated_players_on(protocol: &'static str, names: [&str; 2]) -> (Serve
             events: Vec::new(),
         })
         .collect();
-    assert!(run_frames(&mut players, Duration::from_secs(10), |ps| ps
-        .iter()
-        .all(|p| p.slot().is_some()
-            && p.events.iter().any(|e| matches!(
-                e,
-                GameEvent::PlayerConnected { .. }
-            )))));
+    until_seated(&mut players, Duration::from_secs(10));
     (server, players)
+}
+
+/// Run frames until every player holds a slot and has seen another player connect.
+#[track_caller]
+pub fn until_seated(players: &mut [Player], limit: Duration) {
+    assert!(
+        run_frames(players, limit, |ps| ps.iter().all(|p| p.slot().is_some()
+            && p.events
+                .iter()
+                .any(|e| matches!(e, GameEvent::PlayerConnected { .. })))),
+        "not every player was seated and saw another"
+    );
 }
 
 /// A slotserver, or a gameserver with default relay settings.
