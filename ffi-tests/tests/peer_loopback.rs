@@ -13,7 +13,7 @@
 use std::process::Command;
 
 use parsec_net_ffi_tests::peer::{
-    check_all_met, free_loopback_ports, game_args, loopback_setup, run_together,
+    check_all_met, free_loopback_ports, game_args, patient_loopback_setup, run_together,
     two_loopback_games, GameRun, GAME_DURATION_MS, GAME_TIMEOUT,
 };
 
@@ -97,7 +97,9 @@ fn a_position_callback_that_breaks_its_rules_does_no_harm() {
 /// requests to the first one's address (`connect 127.0.0.1:PORT`). The first yields to one of
 /// them and waits for its slot; the requests of the other two, which reach it meanwhile, must
 /// reach that master too: all four end in one game in four distinct slots (they once ended in
-/// three games, two players alone in slot 0 each).
+/// three games, two players alone in slot 0 each). The games use the longer connect loop of
+/// [`patient_loopback_setup`]: with the short one, CI once left a game alone in slot 1 of a
+/// game its master had left for the others' (four processes starting on a loaded machine).
 #[test]
 fn four_c_peers_started_together_on_loopback_all_connecting_to_the_first_meet_in_one_game() {
     let program = Build::c("c/peer_game.c").build();
@@ -110,7 +112,7 @@ fn four_c_peers_started_together_on_loopback_all_connecting_to_the_first_meet_in
             let mut command = Command::new(&program);
             command.args(game_args(
                 names[i],
-                &loopback_setup(ports[i]),
+                &patient_loopback_setup(ports[i]),
                 peer,
                 3,
                 GAME_DURATION_MS,
