@@ -362,11 +362,13 @@ proptest! {
             bytes.truncate(keep);
         }
         let contents = decode_demo(&bytes).expect("header intact");
+        // Two flips of one byte with one mask undo each other: the file is whole again.
         if bytes != original {
             prop_assert!(contents.broken.is_some());
         }
         prop_assert!(is_prefix(&contents.items, &items));
-        let b = contents.broken.as_ref().expect("checked");
-        prop_assert!(b.offset as usize <= bytes.len());
+        if let Some(b) = contents.broken.as_ref() {
+            prop_assert!(b.offset as usize <= bytes.len());
+        }
     }
 }
