@@ -629,12 +629,13 @@ fn c_test_timings() -> PeerTimings {
 }
 
 /// One run of four peers on one host that all connect to one of them (as
-/// [`directed_startup_run`]) with `timings`, started within 100 ms, each process stopped up to
+/// [`directed_startup_run`]) with `timings`, started within `window`, the processes stopped
 /// four times in all for up to `longest` at random moments of the first 1.5 s; `check` after
 /// every step.
 fn stalled_directed_run(
     seed: u64,
     timings: &PeerTimings,
+    window: Duration,
     longest: Duration,
     check: fn(&Network<PeerNode>),
 ) -> Network<PeerNode> {
@@ -658,7 +659,7 @@ fn stalled_directed_run(
     start_stall_and_settle(
         Network::new(peers, seed, profile),
         &mut rng,
-        Duration::from_millis(100),
+        window,
         &stalls,
         check,
         |node, now, token| {
@@ -677,7 +678,10 @@ fn stalled_runs_split(
 ) -> Vec<u64> {
     seeds
         .filter(|&seed| {
-            let net = naming_seed(seed, || stalled_directed_run(seed, timings, longest, check));
+            let window = Duration::from_millis(100);
+            let net = naming_seed(seed, || {
+                stalled_directed_run(seed, timings, window, longest, check)
+            });
             !everyone_agrees(&net, 4) || net.running().any(|(_, p)| !p.errors().is_empty())
         })
         .collect()
@@ -688,15 +692,7 @@ fn peers_connecting_to_one_peer_meet_though_their_processes_stop_for_a_third_of_
     // Four C games on one host, started together on a loaded machine: a process may not run
     // for a while (CI once left one player alone in slot 1 of a game its master had left).
     // Stops of up to a third of the connect loop must not split the game.
-    let runs: u64 = env_number("PEER_STALL_RUNS").unwrap_or(2_000);
-    let first: u64 = env_number("PEER_STALL_FIRST").unwrap_or(0);
-    let timings = c_test_timings();
-    let longest = timings.connect_interval * timings.connect_tries / 3;
-    let split = stalled_runs_split(&timings, longest, check_invariants, first..first + runs);
-    assert!(
-        split.is_empty(),
-        "seeds that ended in more than one game: {split:?}"
-    );
+    assert_stops_of_a_third_of_the_loop_never_split(&c_test_timings());
 }
 
 #[test]
@@ -704,19 +700,65 @@ fn a_three_times_longer_connect_loop_survives_stops_three_times_as_long() {
     // The loop `peer_loopback`'s four games use (1.5 s, with a slot wait longer than it): stops
     // of up to 0.5 s. Of seeds 0-9,999, stops of up to 0.5 s split 11 games with the 0.5 s loop
     // and none with this one; stops of up to 1.2 s split 90 and 2.
-    let runs: u64 = env_number("PEER_STALL_RUNS").unwrap_or(2_000);
-    let first: u64 = env_number("PEER_STALL_FIRST").unwrap_or(0);
-    let patient = PeerTimings {
+    assert_stops_of_a_third_of_the_loop_never_split(&PeerTimings {
         connect_tries: 30,
         slot_tries: 40,
         ..c_test_timings()
-    };
-    let longest = patient.connect_interval * patient.connect_tries / 3;
-    let split = stalled_runs_split(&patient, longest, check_invariants, first..first + runs);
+    });
+}
+
+/// Stops of up to a third of the connect loop of `timings` split none of the seeds
+/// `PEER_STALL_FIRST`.. (`PEER_STALL_RUNS`, 2,000 by default), checking the invariants after
+/// every step.
+fn assert_stops_of_a_third_of_the_loop_never_split(timings: &PeerTimings) {
+    let runs: u64 = env_number("PEER_STALL_RUNS").unwrap_or(2_000);
+    let first: u64 = env_number("PEER_STALL_FIRST").unwrap_or(0);
+    let longest = timings.connect_interval * timings.connect_tries / 3;
+    let split = stalled_runs_split(timings, longest, check_invariants, first..first + runs);
     assert!(
         split.is_empty(),
         "seeds that ended in more than one game: {split:?}"
     );
+}
+
+#[test]
+fn a_player_whose_game_mates_all_moved_to_another_game_follows_them() {
+    // Seeds of four peers connecting to one of them with the C tests' short connect loop,
+    // started within 0.3 s or 0.5 s and stopped for up to 1.2 s, that ended with one player
+    // alone in slot 1 or 2 of a game the others had left for another one: told by a stalled
+    // peer's game that they were not in it, they connected there. The one left behind heard
+    // only "left the game" (as CI once did: a C game alone in slot 1). Now the movers say they
+    // connect again, the one left behind probes them, and they ask it over.
+    let timings = c_test_timings();
+    let longest = Duration::from_millis(1200);
+    for (window, seed) in [
+        (300, 5154),
+        (300, 31840),
+        (500, 6639),
+        (500, 16581),
+        (500, 30918),
+        (500, 36322),
+    ] {
+        let window = Duration::from_millis(window);
+        let net = naming_seed(seed, || {
+            stalled_directed_run(seed, &timings, window, longest, |_| {})
+        });
+        assert!(
+            everyone_agrees(&net, 4),
+            "seed {seed}: {:?}",
+            net.running()
+                .map(|(_, p)| (p.index, p.slot(), p.proto.describe(), p.errors()))
+                .collect::<Vec<_>>()
+        );
+        let moved: u64 = net
+            .running()
+            .map(|(_, p)| p.proto.stats().movers_probed)
+            .sum();
+        assert!(
+            moved > 0,
+            "seed {seed}: nobody followed a player that moved"
+        );
+    }
 }
 
 #[test]

@@ -103,7 +103,12 @@ impl PeerProtocol {
                     .as_ref()
                     .and_then(|s| s.slot_of(&from, header.token));
                 match slot {
-                    Some(slot) => self.remove_departed(slot, header.token, "left the game"),
+                    Some(slot) => {
+                        self.remove_departed(slot, header.token, "left the game");
+                        if Self::says_it_moves(events, header.token) {
+                            self.follow_mover(now, from);
+                        }
+                    }
                     None => self.stats.packets_rejected += 1,
                 }
             }
@@ -123,6 +128,7 @@ impl PeerProtocol {
                         self.seat_from_hearsay(now, &from, &packet.header)
                             || self.remind_conflict_loser(now, &from, header.token)
                             || self.tell_dropped_player(now, &from, header, events)
+                            || self.invite_left_behind(now, &from, header, events)
                             || self.tell_stranger(now, &from, header)
                     }
                     Err(Rejection::WrongToken) => self.seat_new_session_at(now, &from, header),

@@ -34,11 +34,13 @@
 //! This file holds the state and the `ClientProtocol` entry points; each part of the protocol
 //! has its own file: `startup` (the election), `in_game` (the game loop), `requests` (the queue
 //! of connect requests), `earlier_sessions` (claims of a player's earlier sessions),
-//! `withdrawal`, `slot_conflicts`, `probes` (players dropped for silence) and `strangers`
-//! (players this peer never seated).
+//! `withdrawal`, `slot_conflicts`, `probes` (players dropped for silence), `movers` (players
+//! that leave to connect again, and those they leave behind) and `strangers` (players this peer
+//! never seated).
 
 mod earlier_sessions;
 mod in_game;
+mod movers;
 mod probes;
 mod requests;
 mod slot_conflicts;
@@ -190,8 +192,15 @@ pub struct PeerStats {
     /// "You were dropped" notices ignored: the teller was dropped here too and this game wins
     /// (stale packets crossing; the teller is told instead).
     pub dropped_notices_ignored: u64,
-    /// Probes sent to players this peer dropped for silence (see `Probe`).
+    /// Probes sent to players this peer dropped for silence or that left it to connect again
+    /// (see `Probe`).
     pub probes_sent: u64,
+    /// Players of this game that left it to connect again, whose nodes were probed since (see
+    /// `movers`).
+    pub movers_probed: u64,
+    /// Players of the game this peer left to connect again, asked over into its new game when
+    /// they probed it (see `movers`).
+    pub left_behind_invited: u64,
     /// Connect loops sent to another player of the game that answered a probe, because the
     /// one that answered did not (it died or left meanwhile; see `fallbacks`).
     pub fallback_targets_tried: u64,
@@ -276,6 +285,9 @@ pub struct PeerProtocol {
     rejoins_left: u32,
     /// A slave's `connect` address that is not its master's (see `become_slave`).
     target_ask: Option<TargetAsk>,
+    /// The players of the game this peer last left to connect again (see `movers`); kept
+    /// across that reconnect, cleared by `disconnect`.
+    left_behind: Vec<movers::LeftBehind>,
     /// The time of the latest input (for decisions made while handling a packet).
     last_now: Instant,
     stats: PeerStats,
@@ -310,6 +322,7 @@ impl PeerProtocol {
             refusal: None,
             rejoins_left: 0,
             target_ask: None,
+            left_behind: Vec::new(),
             last_now: Instant::now(),
             stats: PeerStats::default(),
         }
@@ -569,6 +582,23 @@ impl PeerProtocol {
 
     /// The connect requests a packet carries; the sender's own request gets the node it was
     /// seen from.
+    /// Tell the player `token` at `to` to leave its game and connect again: a CONNECT_REFUSED
+    /// naming its token, with `text` (the game shows it with `NET_EVENT_DISCONNECTED`) and this
+    /// peer's player list (the told player judges this game by it, and falls back on its
+    /// players). The notices of `probes`, `strangers` and `movers`.
+    fn send_leave_notice(&mut self, to: Node, token: u32, text: &str) {
+        let events = vec![
+            RemoteEvent::ConnectQueue(vec![ConnectRequest {
+                token,
+                node: to,
+                name: Default::default(),
+            }]),
+            RemoteEvent::SendText(ChatText::new(text.as_bytes()).unwrap_or_default()),
+            RemoteEvent::PlayerList(self.player_list()),
+        ];
+        self.send_oob(to, PacketType::ConnectRefused, events);
+    }
+
     fn requests_in(events: &[WireEvent], from: &Node, sender_token: u32) -> Vec<ConnectRequest> {
         let mut out = Vec::new();
         for wire in events {
@@ -623,7 +653,9 @@ impl PeerProtocol {
         if let Some(session) = self.session.as_ref() {
             params.resume = Some(Arc::new(session.resume_state_for_next()));
         }
-        let _ = self.disconnect(now, reason);
+        let left_behind = self.players_left_behind();
+        let _ = self.leave(reason, true);
+        self.left_behind = left_behind;
         // A fresh token, derived so it differs from the old one.
         params.token = params.token.rotate_left(13) ^ 0x9E37_79B9;
         if params.token == 0 {
@@ -636,6 +668,49 @@ impl PeerProtocol {
         if self.connect(now, params).is_ok() {
             self.rejoins_left = left;
         }
+    }
+
+    /// Leave the game (or stop connecting), telling the others; `moving`: to connect again at
+    /// once (see `movers`), not because the game asked.
+    fn leave(&mut self, reason: &str, moving: bool) -> NetResult<()> {
+        self.rejoins_left = 0;
+        if self.phase == Phase::Idle {
+            return Err(crate::protocol::not_in_game_error("disconnect"));
+        }
+        if self.phase == Phase::InGame {
+            let mut nodes: Vec<Node> = self
+                .session
+                .iter()
+                .flat_map(|s| s.players().iter())
+                .map(|p| p.node)
+                .collect();
+            // The requesters this peer still holds: one may be its slave from the startup,
+            // waiting for the slot this peer was to give (it starts over at once when told).
+            for entry in self.queue.iter() {
+                if !nodes.iter().any(|n| self.same_node(n, &entry.node)) {
+                    nodes.push(entry.node);
+                }
+            }
+            // A player that moves on says so: the others probe its node (see `movers`).
+            let events = if moving {
+                self.moving_events()
+            } else {
+                Vec::new()
+            };
+            // Twice: a lost DISCONNECT only costs the others the silence timeout.
+            for _ in 0..2 {
+                for node in &nodes {
+                    self.send_oob(*node, PacketType::Disconnect, events.clone());
+                }
+            }
+        } else {
+            self.withdraw_own_request();
+        }
+        self.reset();
+        self.events.push_back(GameEvent::Disconnected {
+            reason: reason.to_string(),
+        });
+        Ok(())
     }
 
     /// RE_PLAYERLIST events that arrived reliably through the game links.
@@ -767,38 +842,8 @@ impl ClientProtocol for PeerProtocol {
     }
 
     fn disconnect(&mut self, _now: Instant, reason: &str) -> NetResult<()> {
-        self.rejoins_left = 0;
-        if self.phase == Phase::Idle {
-            return Err(crate::protocol::not_in_game_error("disconnect"));
-        }
-        if self.phase == Phase::InGame {
-            let mut nodes: Vec<Node> = self
-                .session
-                .iter()
-                .flat_map(|s| s.players().iter())
-                .map(|p| p.node)
-                .collect();
-            // The requesters this peer still holds: one may be its slave from the startup,
-            // waiting for the slot this peer was to give (it starts over at once when told).
-            for entry in self.queue.iter() {
-                if !nodes.iter().any(|n| self.same_node(n, &entry.node)) {
-                    nodes.push(entry.node);
-                }
-            }
-            // Twice: a lost DISCONNECT only costs the others the silence timeout.
-            for _ in 0..2 {
-                for node in &nodes {
-                    self.send_oob(*node, PacketType::Disconnect, Vec::new());
-                }
-            }
-        } else {
-            self.withdraw_own_request();
-        }
-        self.reset();
-        self.events.push_back(GameEvent::Disconnected {
-            reason: reason.to_string(),
-        });
-        Ok(())
+        self.left_behind.clear();
+        self.leave(reason, false)
     }
 
     fn handle_datagram(&mut self, now: Instant, from: Node, data: &[u8]) {
@@ -906,7 +951,7 @@ impl ClientProtocol for PeerProtocol {
                         self.silenced.set(token, now);
                         nodes.push(node);
                     }
-                    self.start_probing(now, nodes);
+                    self.start_probing(now, nodes, "a player went silent");
                 }
                 self.probe_silenced_players(now);
             }
@@ -968,7 +1013,9 @@ impl ClientProtocol for PeerProtocol {
                 "dropped notices ignored (this game wins)",
                 s.dropped_notices_ignored,
             ),
-            ("probes of silent players sent", s.probes_sent),
+            ("probes sent (silent or moved players)", s.probes_sent),
+            ("players that moved probed", s.movers_probed),
+            ("players left behind asked over", s.left_behind_invited),
             (
                 "reconnects to another player of the game",
                 s.fallback_targets_tried,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::PeerProtocol;
-use crate::rmev::{ChatText, ConnectRequest, PlayerListEntry, RemoteEvent};
+use crate::rmev::{PlayerListEntry, RemoteEvent};
 use crate::wire::{PacketHeader, PacketType, WireEvent};
 use crate::Node;
 
@@ -80,18 +80,9 @@ impl PeerProtocol {
         let text = format!(
             "dropped by the other players: they heard nothing from you for {secs} s; reconnecting"
         );
-        let events = vec![
-            RemoteEvent::ConnectQueue(vec![ConnectRequest {
-                token,
-                node: *from,
-                name: Default::default(),
-            }]),
-            RemoteEvent::SendText(ChatText::new(text.as_bytes()).unwrap_or_default()),
-            // The teller's game, for a told player that dropped the teller too (see the
-            // CONNECT_REFUSED handling in the game loop).
-            RemoteEvent::PlayerList(self.player_list()),
-        ];
-        self.send_oob(*from, PacketType::ConnectRefused, events);
+        // The list is the teller's game, for a told player that dropped the teller too (see
+        // the CONNECT_REFUSED handling in the game loop).
+        self.send_leave_notice(*from, token, &text);
         false
     }
 
@@ -156,14 +147,15 @@ impl PeerProtocol {
         order(&my_top, &their_top) == std::cmp::Ordering::Greater
     }
 
-    /// Players were dropped here for silence: probe their nodes (see `Probe`).
-    pub(super) fn start_probing(&mut self, now: Instant, nodes: Vec<Node>) {
+    /// Players were dropped here for silence, or left to connect again (`why` says which):
+    /// probe their nodes (see `Probe`).
+    pub(super) fn start_probing(&mut self, now: Instant, nodes: Vec<Node>, why: &str) {
         for node in nodes {
             if self.same_node(&node, &self.my_node) || self.is_probing(&node) {
                 continue;
             }
             log::info!(
-                "peer: a player went silent; probing its address every {} s for {} s, then every {} s while in this game",
+                "peer: {why}; probing its address every {} s for {} s, then every {} s while in this game",
                 PROBE_INTERVAL.as_secs(),
                 PROBE_FAST_PERIOD.as_secs(),
                 PROBE_SLOW_INTERVAL.as_secs()

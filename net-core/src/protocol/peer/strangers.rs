@@ -27,8 +27,7 @@
 use std::time::{Duration, Instant};
 
 use super::{PeerProtocol, MAX_DEPARTED};
-use crate::rmev::{ChatText, ConnectRequest, RemoteEvent};
-use crate::wire::{PacketHeader, PacketType};
+use crate::wire::PacketHeader;
 use crate::Node;
 
 /// What the notice says (the sender's game shows it with its `NET_EVENT_DISCONNECTED`); the
@@ -158,16 +157,7 @@ impl PeerProtocol {
             "peer: telling an unknown sender (slot {:?}) it is not in this game",
             header.sender_slot
         );
-        let events = vec![
-            RemoteEvent::ConnectQueue(vec![ConnectRequest {
-                token,
-                node: *from,
-                name: Default::default(),
-            }]),
-            RemoteEvent::SendText(ChatText::new(NOTICE.as_bytes()).unwrap_or_default()),
-            RemoteEvent::PlayerList(self.player_list()),
-        ];
-        self.send_oob(*from, PacketType::ConnectRefused, events);
+        self.send_leave_notice(*from, token, NOTICE);
         false
     }
 }
