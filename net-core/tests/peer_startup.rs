@@ -722,13 +722,14 @@ fn assert_stops_of_a_third_of_the_loop_never_split(timings: &PeerTimings) {
 }
 
 #[test]
-fn a_player_whose_game_mates_all_moved_to_another_game_follows_them() {
+fn startups_that_left_a_player_alone_in_a_later_slot_end_in_one_game() {
     // Seeds of four peers connecting to one of them with the C tests' short connect loop,
     // started within 0.3 s or 0.5 s and stopped for up to 1.2 s, that ended with one player
     // alone in slot 1 or 2 of a game the others had left for another one: told by a stalled
-    // peer's game that they were not in it, they connected there. The one left behind heard
+    // peer's game that they were not in it, they connected there, and the one left behind heard
     // only "left the game" (as CI once did: a C game alone in slot 1). Now the movers say they
-    // connect again, the one left behind probes them, and they ask it over.
+    // connect again and ask the one left behind over (`peer_movers.rs` shows that alone), and a
+    // lone peer knocks at its `connect` address; here they end in one game.
     let timings = c_test_timings();
     let longest = Duration::from_millis(1200);
     for (window, seed) in [
@@ -749,14 +750,6 @@ fn a_player_whose_game_mates_all_moved_to_another_game_follows_them() {
             net.running()
                 .map(|(_, p)| (p.index, p.slot(), p.proto.describe(), p.errors()))
                 .collect::<Vec<_>>()
-        );
-        let moved: u64 = net
-            .running()
-            .map(|(_, p)| p.proto.stats().movers_probed)
-            .sum();
-        assert!(
-            moved > 0,
-            "seed {seed}: nobody followed a player that moved"
         );
     }
 }

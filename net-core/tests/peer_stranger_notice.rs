@@ -86,10 +86,11 @@ fn newcomer_whose_seater_died(nodes: usize, seed: u64) -> Network<PeerNode> {
 }
 
 /// Players 0 and 1 connect to each other's address and player 2 to player 0's; once the three
-/// play, player 2's process dies and a new one (token 0x9999) starts on its port, connecting to
-/// player 0. Its packets to the others are cut, so its requests go unanswered and it starts a
-/// game of its own; the cut stays on (the caller heals it). Players 0 and 1 still list the dead
-/// process in slot 2 and send it their packets.
+/// play, player 2's process dies and a new one (token 0x9999) starts on its port, connecting by
+/// broadcast (one given player 0's address would knock there once alone, and join: see
+/// `peer_movers.rs`). Its packets to the others are cut, so its requests go unanswered and it
+/// starts a game of its own; the cut stays on (the caller heals it). Players 0 and 1 still list
+/// the dead process in slot 2 and send it their packets.
 fn restarted_player_alone_on_a_listed_port(nodes: usize, seed: u64) -> Network<PeerNode> {
     let mut net: Network<PeerNode> = Network::new(nodes, seed, LinkProfile::default());
     start_by_address(&mut net, &[(0, 1), (1, 0), (2, 0)]);
@@ -99,7 +100,7 @@ fn restarted_player_alone_on_a_listed_port(nodes: usize, seed: u64) -> Network<P
     net.set_profile(2, 1, cut());
     net.crash(2);
     let mut node = PeerNode::new(2);
-    node.connect_to(net.now(), 0x9999, 0);
+    node.connect(net.now(), 0x9999);
     net.start(2, node);
     net.run_for(Duration::from_secs(5));
     let restarted = net.endpoint(2).unwrap();

@@ -22,6 +22,9 @@ impl PeerProtocol {
         let header = &packet.header;
         match header.kind {
             PacketType::Connect | PacketType::SlotRequest => {
+                if header.kind == PacketType::Connect {
+                    self.note_knock_from(now, &from);
+                }
                 let requests = Self::requests_in(events, &from, header.token);
                 let hello = Self::hello_in(events);
                 let owner = hello.map(|_| self.hello_owner(&from, header, &requests));
@@ -372,6 +375,10 @@ impl PeerProtocol {
             .as_ref()
             .is_some_and(|s| s.players().iter().any(|p| p.token == packet.header.token));
         if !sender_seated {
+            if list.iter().any(|e| e.token == my_token) && self.takes_offer(&from, list) {
+                self.move_into_offer(now, from, packet, events);
+                return;
+            }
             if list.iter().any(|e| e.token == my_token) {
                 log::debug!(
                     "peer: an offer of a seat in another game came after this one; not taken"

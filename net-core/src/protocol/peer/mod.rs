@@ -35,11 +35,12 @@
 //! has its own file: `startup` (the election), `in_game` (the game loop), `requests` (the queue
 //! of connect requests), `earlier_sessions` (claims of a player's earlier sessions),
 //! `withdrawal`, `slot_conflicts`, `probes` (players dropped for silence), `movers` (players
-//! that leave to connect again, and those they leave behind) and `strangers` (players this peer
-//! never seated).
+//! that leave to connect again, and those they leave behind), `knocks` (a lone peer asking at
+//! its `connect` address again) and `strangers` (players this peer never seated).
 
 mod earlier_sessions;
 mod in_game;
+mod knocks;
 mod movers;
 mod probes;
 mod requests;
@@ -201,6 +202,10 @@ pub struct PeerStats {
     /// Players of the game this peer left to connect again, asked over into its new game when
     /// they probed it (see `movers`).
     pub left_behind_invited: u64,
+    /// CONNECTs a lone peer sent to its `connect` address again (see `knocks`).
+    pub knocks_sent: u64,
+    /// Offers of a seat at the `connect` address that a lone peer took (see `knocks`).
+    pub knocks_answered: u64,
     /// Connect loops sent to another player of the game that answered a probe, because the
     /// one that answered did not (it died or left meanwhile; see `fallbacks`).
     pub fallback_targets_tried: u64,
@@ -288,6 +293,11 @@ pub struct PeerProtocol {
     /// The players of the game this peer last left to connect again (see `movers`); kept
     /// across that reconnect, cleared by `disconnect`.
     left_behind: Vec<movers::LeftBehind>,
+    /// While alone in its game with a `connect` address: since when it knocks there, and when
+    /// next (see `knocks`).
+    knocks: Option<(Instant, Instant)>,
+    /// The peer this one knocks at knocked here too (its node, when).
+    knocked_by: Option<(Node, Instant)>,
     /// The time of the latest input (for decisions made while handling a packet).
     last_now: Instant,
     stats: PeerStats,
@@ -323,6 +333,8 @@ impl PeerProtocol {
             rejoins_left: 0,
             target_ask: None,
             left_behind: Vec::new(),
+            knocks: None,
+            knocked_by: None,
             last_now: Instant::now(),
             stats: PeerStats::default(),
         }
@@ -744,6 +756,8 @@ impl PeerProtocol {
         self.watches.clear();
         self.refusal = None;
         self.target_ask = None;
+        self.knocks = None;
+        self.knocked_by = None;
     }
 }
 
@@ -954,6 +968,7 @@ impl ClientProtocol for PeerProtocol {
                     self.start_probing(now, nodes, "a player went silent");
                 }
                 self.probe_silenced_players(now);
+                self.knock_at_target(now);
             }
             _ => {}
         }
@@ -984,10 +999,17 @@ impl ClientProtocol for PeerProtocol {
             .min();
         let session = self.session.as_ref().and_then(Session::poll_timeout);
         let claims = self.next_claim_decision();
-        [phase, queue, session, claims, self.next_probe]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            phase,
+            queue,
+            session,
+            claims,
+            self.next_probe,
+            self.next_knock(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn poll_event(&mut self) -> Option<GameEvent> {
@@ -1016,6 +1038,8 @@ impl ClientProtocol for PeerProtocol {
             ("probes sent (silent or moved players)", s.probes_sent),
             ("players that moved probed", s.movers_probed),
             ("players left behind asked over", s.left_behind_invited),
+            ("knocks at the connect address", s.knocks_sent),
+            ("knocks answered (moved in)", s.knocks_answered),
             (
                 "reconnects to another player of the game",
                 s.fallback_targets_tried,

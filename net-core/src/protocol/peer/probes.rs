@@ -11,7 +11,7 @@ use crate::wire::{PacketHeader, PacketType, WireEvent};
 use crate::Node;
 
 /// How often a peer probes the players it dropped for silence at first (see `Probe`).
-const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+pub(super) const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 /// How long it probes them every `PROBE_INTERVAL`.
 const PROBE_FAST_PERIOD: Duration = Duration::from_secs(5 * 60);
 /// How often it probes them after that, for as long as it stays in its game.
@@ -36,13 +36,19 @@ pub(super) struct Probe {
 }
 
 impl Probe {
-    /// The wait after a probe sent at `now`: short at first, then slower.
+    /// The wait after a probe sent at `now`.
     fn interval(&self, now: Instant) -> Duration {
-        if now.saturating_duration_since(self.since) < PROBE_FAST_PERIOD {
-            PROBE_INTERVAL
-        } else {
-            PROBE_SLOW_INTERVAL
-        }
+        retry_interval(self.since, now)
+    }
+}
+
+/// The wait after a probe (or a knock, see `knocks`) sent at `now` in a series begun at
+/// `since`: `PROBE_INTERVAL` for `PROBE_FAST_PERIOD`, then `PROBE_SLOW_INTERVAL`.
+pub(super) fn retry_interval(since: Instant, now: Instant) -> Duration {
+    if now.saturating_duration_since(since) < PROBE_FAST_PERIOD {
+        PROBE_INTERVAL
+    } else {
+        PROBE_SLOW_INTERVAL
     }
 }
 

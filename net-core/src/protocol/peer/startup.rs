@@ -295,8 +295,9 @@ impl PeerProtocol {
         }
     }
 
-    /// A CONNECT_REPLY while starting: if it seats us, enter the game.
-    fn take_reply(
+    /// A CONNECT_REPLY while starting (or an offer a lone peer takes, see `knocks`): if it
+    /// seats us, enter the game.
+    pub(super) fn take_reply(
         &mut self,
         now: Instant,
         from: Node,
