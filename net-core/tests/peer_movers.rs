@@ -83,6 +83,19 @@ fn stranger_notice(teller: &PeerNode, told: usize, told_token: u32) -> Transmit 
     }
 }
 
+/// Player `i` never left its game (no `NET_EVENT_DISCONNECTED`).
+fn assert_stayed_in_its_game(net: &Network<PeerNode>, i: usize) {
+    let peer = net.endpoint(i).unwrap();
+    assert!(
+        !peer
+            .events
+            .iter()
+            .any(|e| matches!(e, GameEvent::Disconnected { .. })),
+        "player {i} stayed in its game: {:?}",
+        peer.events
+    );
+}
+
 /// Players 0 and 1 in one game, 2 and 3 in another (tokens 0x100 + node); then player 2 tells
 /// player 0 it is not in its game.
 fn two_games_and_a_mover() -> Network<PeerNode> {
@@ -121,15 +134,7 @@ fn a_player_whose_only_mate_moved_to_another_game_is_asked_over_and_follows() {
     assert!(net.endpoint(0).unwrap().proto.stats().left_behind_invited >= 1);
     // The game the two moved into only saw players arrive.
     for i in [2, 3] {
-        let peer = net.endpoint(i).unwrap();
-        assert!(
-            !peer
-                .events
-                .iter()
-                .any(|e| matches!(e, GameEvent::Disconnected { .. })),
-            "player {i} stayed in its game: {:?}",
-            peer.events
-        );
+        assert_stayed_in_its_game(&net, i);
     }
 }
 
@@ -164,15 +169,8 @@ fn players_left_behind_whose_game_wins_are_not_asked_over() {
         );
     }
     for i in [1, 4, 5] {
+        assert_stayed_in_its_game(&net, i);
         let peer = net.endpoint(i).unwrap();
-        assert!(
-            !peer
-                .events
-                .iter()
-                .any(|e| matches!(e, GameEvent::Disconnected { .. })),
-            "player {i} stayed in its game: {:?}",
-            peer.events
-        );
         assert_eq!(
             peer.proto.stats().movers_probed,
             1,
@@ -213,15 +211,7 @@ fn a_peer_whose_connect_address_was_stopped_through_its_loop_knocks_there_and_jo
         describe(&net)
     );
     for i in [0, 1] {
-        let peer = net.endpoint(i).unwrap();
-        assert!(
-            !peer
-                .events
-                .iter()
-                .any(|e| matches!(e, GameEvent::Disconnected { .. })),
-            "player {i} stayed in its game: {:?}",
-            peer.events
-        );
+        assert_stayed_in_its_game(&net, i);
     }
     let lone = net.endpoint(2).unwrap();
     assert!(lone.proto.stats().knocks_answered == 1, "{:?}", lone.events);
