@@ -45,10 +45,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 /// The admin's message lines after an accepted join.
 const MESSAGE_LINES: u8 = 4;
-/// Longest time a gameserver client holds a `remove ip:` line for the relay's RE_RESUME done
-/// (see `take_update_in_order`): the relay's own hold limit, counted from its first packet
-/// from this client, plus a second for that packet and the done to travel.
-const RELAY_WAIT: Duration = Duration::from_secs(crate::session::resume::HOLD_LIMIT.as_secs() + 1);
 /// How long the join after a backend switch is sent again while the server says the player's
 /// name is taken, and how often. The server may read the new connection's join before the old
 /// connection's `remove me` (two TCP connections, no order between them): the name is then
@@ -69,8 +65,6 @@ enum Phase {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerClientStats {
     pub lines_received: u64,
-    /// `remove ip:` lines (with the lines after them) that waited for the relay's done.
-    pub departures_held: u64,
     pub lines_not_understood: u64,
     pub packets_rejected: u64,
     pub bad_packets: u64,
@@ -98,13 +92,6 @@ pub struct ServerClient {
     /// `SWITCH_NAME_RETRY_WINDOW`): when the join goes out again (None: sent, waiting for the
     /// answer), and until when a refusal is retried.
     rejoin: Option<(Option<Instant>, Instant)>,
-    /// Gameserver: client-list lines from the first `remove ip:` on that came while the relay
-    /// may still hold events relayed before this client joined, in the server's order (see
-    /// `take_update_in_order`).
-    held_updates: VecDeque<Update>,
-    /// Gameserver with our relay (its accepted line named a token): until when those lines may
-    /// wait for the relay's RE_RESUME done.
-    relay_wait_until: Option<Instant>,
 }
 
 /// The parts of `join from NAME accepted, slot: N, server name: S[ udp: U token: T]`.
@@ -254,8 +241,6 @@ impl ServerClient {
             stats: ServerClientStats::default(),
             announced: Vec::new(),
             rejoin: None,
-            held_updates: VecDeque::new(),
-            relay_wait_until: None,
         }
     }
 
@@ -356,10 +341,6 @@ impl ServerClient {
             return Err(NetError::new(ErrorCode::Unsupported, text));
         }
         let params = self.params.clone().expect("params while active");
-        self.held_updates.clear();
-        self.relay_wait_until = (self.kind == ProtocolKind::GameServer
-            && accepted.server_token.is_some())
-        .then(|| now + RELAY_WAIT);
         let me = LocalPlayer {
             slot: accepted.slot,
             token: params.token,
@@ -420,43 +401,6 @@ impl ServerClient {
             accepted.slot
         );
         Ok(())
-    }
-
-    /// Take a client-list line in the server's order. A departure waits (with every line after
-    /// it) while our relay may still hold events it relayed before this client joined: the
-    /// relay keeps what it forwards to a new client until the client's RE_RESUME hello, and a
-    /// player that left meanwhile would be gone here before its last events came (they would
-    /// reach the game after its PLAYER_DISCONNECTED, as a departed player's). The relay queues
-    /// them before its done (`Session::heard_server_resume_done`).
-    fn take_update_in_order(&mut self, now: Instant, update: Update) {
-        let departure = matches!(update, Update::Remove { .. });
-        if !self.held_updates.is_empty() || (departure && self.waiting_for_relay(now)) {
-            if departure {
-                self.stats.departures_held += 1;
-            }
-            self.held_updates.push_back(update);
-            return;
-        }
-        self.take_update(now, update);
-    }
-
-    /// Whether client-list lines wait for the relay's done (see `take_update_in_order`).
-    fn waiting_for_relay(&self, now: Instant) -> bool {
-        self.relay_wait_until.is_some_and(|until| now < until)
-            && self
-                .session
-                .as_ref()
-                .is_some_and(|s| !s.heard_server_resume_done())
-    }
-
-    /// The held client-list lines, in order, once the relay's done came or the wait ran out.
-    fn release_held_updates(&mut self, now: Instant) {
-        if self.held_updates.is_empty() || self.waiting_for_relay(now) {
-            return;
-        }
-        while let Some(update) = self.held_updates.pop_front() {
-            self.take_update(now, update);
-        }
     }
 
     fn take_update(&mut self, now: Instant, update: Update) {
@@ -543,7 +487,7 @@ impl ServerClient {
                 }
             }
             Phase::Joined => match parse_update(&line) {
-                Some(update) => self.take_update_in_order(now, update),
+                Some(update) => self.take_update(now, update),
                 None if line == text::NEW_NAME_ACCEPTED => {
                     if let Some(session) = self.session.as_mut() {
                         self.renames.accepted(session);
@@ -685,7 +629,6 @@ impl ClientProtocol for ServerClient {
             Err(_) => self.stats.bad_packets += 1,
         }
         self.scratch = events;
-        self.release_held_updates(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -714,7 +657,6 @@ impl ClientProtocol for ServerClient {
                 }
             }
             Phase::Joined => {
-                self.release_held_updates(now);
                 if let Some(session) = self.session.as_mut() {
                     let (_, server_silent) = session.handle_timeout(now);
                     if server_silent {
@@ -737,13 +679,7 @@ impl ClientProtocol for ServerClient {
                 let again = self.rejoin.and_then(|(at, _)| at);
                 Some(again.map_or(since + ANSWER_TIMEOUT, |at| at.min(since + ANSWER_TIMEOUT)))
             }
-            Phase::Joined => {
-                let session = self.session.as_ref().and_then(Session::poll_timeout);
-                let held = self
-                    .relay_wait_until
-                    .filter(|_| !self.held_updates.is_empty());
-                session.into_iter().chain(held).min()
-            }
+            Phase::Joined => self.session.as_ref().and_then(Session::poll_timeout),
             _ => None,
         }
     }
@@ -757,7 +693,6 @@ impl ClientProtocol for ServerClient {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("server lines", self.stats.lines_received),
-            ("departures held for the relay", self.stats.departures_held),
             (
                 "server lines not understood",
                 self.stats.lines_not_understood,

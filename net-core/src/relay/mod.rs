@@ -751,17 +751,15 @@ impl RelayCore {
                             delivered,
                         }));
                 }
+                client
+                    .link
+                    .queue_event(RemoteEvent::Resume(ResumeStep::Done));
                 if found.is_empty() {
-                    // Not someone coming back (or nothing of it was kept): send on, before the
-                    // done, so the client knows that everything relayed before it joined is in
-                    // once the done is (it holds the server's `remove ip:` lines until then).
+                    // Not someone coming back (or nothing of it was kept): send on.
                     Self::release_held(client);
                 } else {
                     client.resuming = found;
                 }
-                client
-                    .link
-                    .queue_event(RemoteEvent::Resume(ResumeStep::Done));
             }
             ResumeStep::Answer {
                 yours,

@@ -314,10 +314,6 @@ pub struct Session {
     retired_tokens: VecDeque<u32>,
     /// Star: relayed events of players the client does not know yet (see `early`).
     early: EarlyEvents,
-    /// Star: the server's RE_RESUME done came. Our relay puts what it held for this new link
-    /// before it, so every event relayed before this client joined is in by then (see
-    /// `heard_server_resume_done`).
-    server_resume_done: bool,
     /// Slot and game servers: the others' names come only from the server's lines (see
     /// `take_names_from_server`).
     names_from_server: bool,
@@ -410,7 +406,6 @@ impl Session {
             game_event_serial: 0,
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
-            server_resume_done: false,
             names_from_server: false,
             name_order: name_order::NameOrder::default(),
             rename_holds: VecDeque::new(),

@@ -189,9 +189,6 @@ impl Session {
                 delivered,
             } => remote.answers.push((yours, mine, delivered)),
             ResumeStep::Done => {
-                if self.star {
-                    self.server_resume_done = true;
-                }
                 // Every event owed over the old links and held for this one, each once, in the
                 // order the game queued them (serial order); minus what one of the old links
                 // delivered (the same event can sit in several of them: it was queued while
@@ -244,13 +241,6 @@ impl Session {
                 remote.answers.clear();
             }
         }
-    }
-
-    /// Star: whether the server's RE_RESUME done came. A gameserver's relay holds the events it
-    /// forwards to a new client until the client's hello, then queues them before its done:
-    /// once the done is in, so is everything relayed before this client joined.
-    pub fn heard_server_resume_done(&self) -> bool {
-        self.server_resume_done
     }
 
     /// The session ends for good (a disconnect): the game's events still held for a new link's
