@@ -258,3 +258,46 @@ fn a_peer_alone_after_its_only_mate_quit_knocks_at_its_address_and_joins_its_nex
     );
     assert_eq!(net.endpoint(1).unwrap().proto.stats().knocks_answered, 1);
 }
+
+#[test]
+fn two_lone_peers_knocking_at_each_other_end_in_one_game() {
+    // Players 0 and 1 connect to each other's address while the path between them is cut: each
+    // ends its loop alone and knocks at the other, 40 ms apart. With 60 ms each way the knocks
+    // cross once the path heals: each answers the other's knock by seating it, so each game
+    // lists both, in slot 0 and 1 the other way round, and the slot-conflict rule sends the
+    // higher token to connect again. Had both taken the other's offer, they would have
+    // swapped games.
+    let slow = LinkProfile {
+        latency: Duration::from_millis(60),
+        ..LinkProfile::default()
+    };
+    let mut net: Network<PeerNode> = Network::new(2, 19, slow);
+    net.partition(0, 1, true);
+    start_by_address(&mut net, &[(0, 1), (1, 0)]);
+    let alone = |net: &Network<PeerNode>, i: usize| {
+        net.endpoint(i)
+            .and_then(|p| p.proto.session())
+            .is_some_and(|s| s.players().is_empty())
+    };
+    assert!(alone(&net, 0) && alone(&net, 1), "{}", describe(&net));
+    net.partition(0, 1, false);
+    net.run_for(Duration::from_secs(5));
+    assert!(
+        everyone_agrees(&net, 2),
+        "one game of two: {}",
+        describe(&net)
+    );
+    let left = |i: usize| {
+        net.endpoint(i)
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| matches!(e, GameEvent::Disconnected { .. }))
+            .count()
+    };
+    assert_eq!(
+        left(0) + left(1),
+        1,
+        "exactly one of the two left its game once"
+    );
+}

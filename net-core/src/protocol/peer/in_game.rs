@@ -22,9 +22,6 @@ impl PeerProtocol {
         let header = &packet.header;
         match header.kind {
             PacketType::Connect | PacketType::SlotRequest => {
-                if header.kind == PacketType::Connect {
-                    self.note_knock_from(now, &from);
-                }
                 let requests = Self::requests_in(events, &from, header.token);
                 let hello = Self::hello_in(events);
                 let owner = hello.map(|_| self.hello_owner(&from, header, &requests));

@@ -4,13 +4,15 @@
 //! own (design section 2.3.1), and stayed there alone for good even when a game came up at that
 //! address a moment later: the process there was stopped for longer than the loop (a loaded
 //! machine: stops of up to 1.2 s split 90 of 10,000 simulated four-peer startups with a 0.5 s
-//! loop), or started later, or had been restarted. Now, for as long as it is in a game with no other player, it sends its
-//! CONNECT to that address again, every `PROBE_INTERVAL` for `PROBE_FAST_PERIOD`, then every
-//! `PROBE_SLOW_INTERVAL` (as probes go, see `probes`). A game there answers it like any
+//! loop), or started later, or had been restarted. Now, for as long as it is in a game with no
+//! other player, it sends its CONNECT to that address again, every `PROBE_INTERVAL` for
+//! `PROBE_FAST_PERIOD`, then every `PROBE_SLOW_INTERVAL` (as probes go, see `probes`). A game there answers it like any
 //! newcomer, with an offer of a seat; the lone peer takes it (`NET_EVENT_DISCONNECTED`
 //! [`NOTICE`], then `NET_EVENT_CONNECTED` in the new slot, staying joined if it was) when that
-//! game has a player besides it, unless the other game is a lone peer at a lower node knocking
-//! here too (then that one moves). A peer that has requests of its own to answer does not move.
+//! game has a player besides it. Two lone peers knocking at each other need no rule of their
+//! own: each seats the other when it answers the other's knock, so the offer that comes back is
+//! from a player of its own game, and the slot-conflict rule sends one of them to connect again
+//! (`peer_movers.rs`). A peer that has requests of its own to answer does not move.
 //! A peer that connected by broadcast has no address to knock at: it is the game the others
 //! find. Nor does a peer that probes the players it lost (see `probes`, `movers`).
 
@@ -68,20 +70,9 @@ impl PeerProtocol {
         }
     }
 
-    /// A CONNECT from `from` reached this peer in its game: if it is the peer this one knocks
-    /// at, both are knocking at each other (see `takes_offer`).
-    pub(super) fn note_knock_from(&mut self, now: Instant, from: &Node) {
-        if self
-            .knock_target()
-            .is_some_and(|t| self.same_node(&t, from))
-        {
-            self.knocked_by = Some((*from, now));
-        }
-    }
-
     /// Whether this lone peer moves into the game whose player at `from` offers it a seat
     /// (`list` seats it): the game holds this peer's `connect` address and a player besides
-    /// it; of two lone peers knocking at each other, the lower node moves.
+    /// it.
     pub(super) fn takes_offer(&self, from: &Node, list: &[PlayerListEntry]) -> bool {
         let Some(target) = self.knock_target() else {
             return false;
@@ -93,16 +84,7 @@ impl PeerProtocol {
         let others: Vec<&PlayerListEntry> = list.iter().filter(|e| e.token != my_token).collect();
         let holds_target = self.same_node(from, &target)
             || others.iter().any(|e| self.same_node(&e.node, &target));
-        if !holds_target || others.is_empty() {
-            return false;
-        }
-        let mutual = self
-            .knocked_by
-            .is_some_and(|(node, _)| self.same_node(&node, &target));
-        if others.len() == 1 && mutual {
-            return (self.order())(&self.my_node, &target) == std::cmp::Ordering::Less;
-        }
-        true
+        holds_target && !others.is_empty()
     }
 
     /// Leave this peer's game of one for the game that offered it a seat (see `takes_offer`):

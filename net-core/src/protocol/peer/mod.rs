@@ -296,8 +296,6 @@ pub struct PeerProtocol {
     /// While alone in its game with a `connect` address: since when it knocks there, and when
     /// next (see `knocks`).
     knocks: Option<(Instant, Instant)>,
-    /// The peer this one knocks at knocked here too (its node, when).
-    knocked_by: Option<(Node, Instant)>,
     /// The time of the latest input (for decisions made while handling a packet).
     last_now: Instant,
     stats: PeerStats,
@@ -334,7 +332,6 @@ impl PeerProtocol {
             target_ask: None,
             left_behind: Vec::new(),
             knocks: None,
-            knocked_by: None,
             last_now: Instant::now(),
             stats: PeerStats::default(),
         }
@@ -592,8 +589,6 @@ impl PeerProtocol {
 
     // ----- receiving -------------------------------------------------------------------------
 
-    /// The connect requests a packet carries; the sender's own request gets the node it was
-    /// seen from.
     /// Tell the player `token` at `to` to leave its game and connect again: a CONNECT_REFUSED
     /// naming its token, with `text` (the game shows it with `NET_EVENT_DISCONNECTED`) and this
     /// peer's player list (the told player judges this game by it, and falls back on its
@@ -611,6 +606,8 @@ impl PeerProtocol {
         self.send_oob(to, PacketType::ConnectRefused, events);
     }
 
+    /// The connect requests a packet carries; the sender's own request gets the node it was
+    /// seen from.
     fn requests_in(events: &[WireEvent], from: &Node, sender_token: u32) -> Vec<ConnectRequest> {
         let mut out = Vec::new();
         for wire in events {
@@ -757,7 +754,6 @@ impl PeerProtocol {
         self.refusal = None;
         self.target_ask = None;
         self.knocks = None;
-        self.knocked_by = None;
     }
 }
 
