@@ -557,7 +557,61 @@ impl PacketLayer {
             .map(|(node, data)| Datagram { node, data }))
     }
 
+    /// The next datagram from the backend (as [`PacketLayer::receive_new`]), offered to `take`
+    /// in place: a datagram `take` returns true for is handled; any other is kept for the game
+    /// to read (`push_incoming`). Straight from the socket, the datagram is offered from the layer's
+    /// receive buffer, so a handled one is never copied. Returns whether it was taken, or None
+    /// when nothing was waiting.
+    pub fn receive_offered(
+        &mut self,
+        options: &str,
+        take: &mut impl FnMut(NET_Node, &[u8]) -> bool,
+    ) -> NetResult<Option<bool>> {
+        if !self.receive_sim.is_off() {
+            return self.receive_conditioned_offered(options, take);
+        }
+        let Some((node, len)) = self.receive_into_scratch(options)? else {
+            return Ok(None);
+        };
+        let taken = take(node, &self.receive_scratch[..len]);
+        if !taken {
+            let mut data = self.spare_buffers.pop().unwrap_or_default();
+            data.extend_from_slice(&self.receive_scratch[..len]);
+            self.push_incoming(Datagram { node, data });
+        }
+        Ok(Some(taken))
+    }
+
+    /// [`PacketLayer::receive_offered`] through the link conditioner (`net.sim`).
+    #[inline(never)]
+    fn receive_conditioned_offered(
+        &mut self,
+        options: &str,
+        take: &mut dyn FnMut(NET_Node, &[u8]) -> bool,
+    ) -> NetResult<Option<bool>> {
+        let Some(datagram) = self.receive_new(options)? else {
+            return Ok(None);
+        };
+        let taken = take(datagram.node, &datagram.data);
+        if taken {
+            self.recycle(datagram.data);
+        } else {
+            self.push_incoming(datagram);
+        }
+        Ok(Some(taken))
+    }
+
     fn receive_from_socket(&mut self, options: &str) -> NetResult<Option<Datagram>> {
+        let Some((node, len)) = self.receive_into_scratch(options)? else {
+            return Ok(None);
+        };
+        let mut data = self.spare_buffers.pop().unwrap_or_default();
+        data.extend_from_slice(&self.receive_scratch[..len]);
+        Ok(Some(Datagram { node, data }))
+    }
+
+    /// Receive one datagram from the socket into `receive_scratch`: its sender and length.
+    fn receive_into_scratch(&mut self, options: &str) -> NetResult<Option<(NET_Node, usize)>> {
         self.socket(options)?;
         let socket = self.socket.as_mut().expect("socket opened above");
         let max = socket.backend().max_payload();
@@ -566,10 +620,8 @@ impl PacketLayer {
         }
         match socket.receive(&mut self.receive_scratch[..max]) {
             Ok(Some((node, len))) => {
-                let mut data = self.spare_buffers.pop().unwrap_or_default();
-                data.extend_from_slice(&self.receive_scratch[..len]);
                 self.count_received(len);
-                Ok(Some(Datagram { node, data }))
+                Ok(Some((node, len)))
             }
             Ok(None) => Ok(None),
             Err(err) => {

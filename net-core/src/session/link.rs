@@ -162,10 +162,27 @@ struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,
     latest: Option<Duration>,
+    /// The retransmission timeout these give, kept from the last sample (every frame's timers
+    /// ask for it; it changes only with a sample).
+    rto: Duration,
 }
 
 impl RttEstimator {
-    fn sample(&mut self, rtt: Duration) {
+    fn new(config: &LinkConfig) -> RttEstimator {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            latest: None,
+            rto: config.initial_rto,
+        }
+    }
+
+    fn sample(&mut self, rtt: Duration, config: &LinkConfig) {
+        self.record(rtt);
+        self.rto = self.compute_rto(config);
+    }
+
+    fn record(&mut self, rtt: Duration) {
         self.latest = Some(rtt);
         match self.srtt {
             None => {
@@ -180,7 +197,7 @@ impl RttEstimator {
         }
     }
 
-    fn rto(&self, config: &LinkConfig) -> Duration {
+    fn compute_rto(&self, config: &LinkConfig) -> Duration {
         match self.srtt {
             None => config.initial_rto,
             Some(srtt) => (srtt + self.rttvar * 4).clamp(config.min_rto, config.max_rto),
@@ -262,6 +279,7 @@ impl Link {
     /// look like one of this link's (see `acks_this_link`).
     pub fn starting_at(config: LinkConfig, first: u32) -> Link {
         let first = first.max(1);
+        let rtt = RttEstimator::new(&config);
         Link {
             config,
             first_sequence: first,
@@ -283,11 +301,7 @@ impl Link {
             reorder: BTreeMap::new(),
             latest_state_sequence: [None; 17],
             ack_owed: None,
-            rtt: RttEstimator {
-                srtt: None,
-                rttvar: Duration::ZERO,
-                latest: None,
-            },
+            rtt,
             loss_acked: 0,
             loss_lost: 0,
             stats: LinkStats::default(),
@@ -333,7 +347,8 @@ impl Link {
 
     /// The current retransmission timeout.
     pub fn rto(&self) -> Duration {
-        self.rtt.rto(&self.config)
+        debug_assert_eq!(self.rtt.rto, self.rtt.compute_rto(&self.config));
+        self.rtt.rto
     }
 
     /// Fraction of sent packets that were not acknowledged, over the recent window (0.0-1.0).
@@ -931,7 +946,7 @@ impl Link {
             }
         }
         if let Some(rtt) = newest_rtt.filter(|_| prompt) {
-            self.rtt.sample(rtt);
+            self.rtt.sample(rtt, &self.config);
         }
         // Packets older than the ack window that were never acked are lost (unless counted so
         // already).

@@ -457,6 +457,11 @@ impl Session {
         &self.players
     }
 
+    /// The player table's changes were read: collect them afresh (`PlayerTable::changes`).
+    pub fn restart_player_changes(&mut self) {
+        self.players.restart_changes();
+    }
+
     pub fn local_state(&self) -> &ShipState {
         &self.local_state
     }

@@ -46,7 +46,14 @@ pub struct PlayerTable {
     /// Changes whenever the table may have changed (any mutable access), to a value no other
     /// table state of this process had: two equal generations mean equal contents.
     generation: u64,
+    /// The generation at which `changed` began to collect (see [`PlayerTable::changes`]).
+    changes_since: u64,
+    /// Bit `s` set: slot `s` may have changed since `changes_since`.
+    changed: u16,
 }
+
+// A change mask has a bit per slot.
+const _: () = assert!(MAX_SLOTS <= u16::BITS as usize);
 
 /// Where every table's next generation comes from (0 is left to empty default tables).
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
@@ -56,6 +63,8 @@ impl PlayerTable {
         PlayerTable {
             slots: vec![None; MAX_SLOTS],
             generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
+            changes_since: 0,
+            changed: 0,
         }
     }
 
@@ -66,8 +75,30 @@ impl PlayerTable {
         self.generation
     }
 
-    fn touched(&mut self) {
+    /// Which slots may have changed since the generation `since`: `(since, bits)`, bit `s` for
+    /// slot `s`. A reader whose copy is of generation `since` need only copy those slots again;
+    /// one with a copy of any other generation copies them all. [`PlayerTable::restart_changes`]
+    /// starts a new collection at the current generation.
+    pub fn changes(&self) -> (u64, u16) {
+        (self.changes_since, self.changed)
+    }
+
+    /// Start collecting changes afresh from the current generation (the reader copied what it
+    /// needed). The contents do not change, so neither does the generation.
+    pub fn restart_changes(&mut self) {
+        self.changes_since = self.generation;
+        self.changed = 0;
+    }
+
+    /// A mutable access to the slots in `bits` (`u16::MAX`: any slot).
+    fn touched(&mut self, bits: u16) {
         self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        self.changed |= bits;
+    }
+
+    /// The bit of `slot` in a change mask (none for a slot past the table).
+    fn slot_bit(slot: u8) -> u16 {
+        1u16.checked_shl(u32::from(slot)).unwrap_or(0)
     }
 
     pub fn get(&self, slot: u8) -> Option<&Player> {
@@ -75,13 +106,13 @@ impl PlayerTable {
     }
 
     pub fn get_mut(&mut self, slot: u8) -> Option<&mut Player> {
-        self.touched();
+        self.touched(Self::slot_bit(slot));
         self.slots.get_mut(slot as usize).and_then(Option::as_mut)
     }
 
     /// Put a player in its slot; returns the player that was there before, if any.
     pub fn insert(&mut self, player: Player) -> Option<Player> {
-        self.touched();
+        self.touched(Self::slot_bit(player.slot));
         let slot = player.slot as usize;
         if slot >= self.slots.len() {
             return None;
@@ -90,7 +121,7 @@ impl PlayerTable {
     }
 
     pub fn remove(&mut self, slot: u8) -> Option<Player> {
-        self.touched();
+        self.touched(Self::slot_bit(slot));
         self.slots.get_mut(slot as usize).and_then(Option::take)
     }
 
@@ -99,7 +130,7 @@ impl PlayerTable {
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Player> {
-        self.touched();
+        self.touched(u16::MAX);
         self.slots.iter_mut().flatten()
     }
 
@@ -117,7 +148,7 @@ impl PlayerTable {
     }
 
     pub fn clear(&mut self) {
-        self.touched();
+        self.touched(u16::MAX);
         self.slots.iter_mut().for_each(|s| *s = None);
     }
 }
@@ -339,5 +370,52 @@ mod tests {
         changed(&table, "remove");
         table.clear();
         changed(&table, "clear");
+    }
+
+    #[test]
+    fn changes_name_the_slots_touched_since_the_last_restart() {
+        let mut table = PlayerTable::new();
+        let player = |slot: u8| Player {
+            slot,
+            name: PlayerName::new(b"bo").unwrap(),
+            node: Node::default(),
+            token: u32::from(slot),
+            joined: false,
+            state: ShipState::default(),
+            state_time: None,
+            last_heard: Instant::now(),
+            confirmed: false,
+        };
+        let (since, _) = table.changes();
+        assert_ne!(
+            since,
+            table.generation(),
+            "a new table's changes start nowhere"
+        );
+        table.insert(player(1));
+        table.insert(player(15));
+        table.restart_changes();
+        assert_eq!(table.changes(), (table.generation(), 0));
+        let copied_at = table.generation();
+        table.get_mut(15).unwrap().state.pos[0] = 2.0;
+        let _ = (table.get(1), table.iter().count());
+        table.insert(player(4));
+        assert_eq!(table.changes(), (copied_at, 1 << 15 | 1 << 4));
+        table.remove(1);
+        assert_eq!(table.changes().1, 1 << 15 | 1 << 4 | 1 << 1);
+        let _ = table.get_mut(16);
+        assert_eq!(table.changes().1, 1 << 15 | 1 << 4 | 1 << 1, "no slot 16");
+        table.restart_changes();
+        table.iter_mut().for_each(|p| p.joined = true);
+        assert_eq!(table.changes().1, u16::MAX, "any slot");
+        table.restart_changes();
+        table.clear();
+        assert_eq!(table.changes().1, u16::MAX, "every slot");
+        let clone = table.clone();
+        assert_eq!(
+            clone.changes(),
+            table.changes(),
+            "a copy carries its changes"
+        );
     }
 }

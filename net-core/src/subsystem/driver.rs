@@ -21,6 +21,7 @@ use crate::protocol::{
 };
 use crate::rmev::{ChatText, PlayerName, RemoteEvent, ShipState, MAX_SLOTS};
 use crate::session::{GameEvent, Session};
+use crate::Node;
 
 /// Most datagrams one `maintain` call reads (the rest wait for the next frame).
 const MAX_RECEIVE_PER_FRAME: usize = 1024;
@@ -555,13 +556,19 @@ impl Subsystem {
             return 0;
         }
         let mut routed = 0;
+        let protocol = &mut self.protocol;
+        let input_errors = &mut self.input_errors;
+        let mut take = |node: Node, data: &[u8]| {
+            if !crate::wire::is_game_packet(data) {
+                return false;
+            }
+            hand_to_protocol(protocol, input_errors, now, node, data);
+            true
+        };
         for _ in 0..MAX_RECEIVE_PER_FRAME {
-            match self.packets.receive_new(options) {
-                Ok(Some(datagram)) if crate::wire::is_game_packet(&datagram.data) => {
-                    self.route_to_protocol(now, datagram);
-                    routed += 1;
-                }
-                Ok(Some(datagram)) => self.packets.push_incoming(datagram),
+            match self.packets.receive_offered(options, &mut take) {
+                Ok(Some(true)) => routed += 1,
+                Ok(Some(false)) => {}
                 Ok(None) => break,
                 Err(err) => {
                     log::debug!("receive: {err}");
@@ -707,12 +714,13 @@ impl Subsystem {
 
     /// A game-protocol datagram: to the protocol if one is active, else counted and dropped.
     pub(super) fn route_to_protocol(&mut self, now: Instant, datagram: Datagram) {
-        match self.protocol.as_mut() {
-            Some(protocol) if protocol.is_active() => {
-                protocol.handle_datagram(now, datagram.node, &datagram.data)
-            }
-            _ => self.input_errors.game_packets_without_protocol += 1,
-        }
+        hand_to_protocol(
+            &mut self.protocol,
+            &mut self.input_errors,
+            now,
+            datagram.node,
+            &datagram.data,
+        );
         self.packets.recycle(datagram.data);
     }
 
@@ -793,18 +801,40 @@ impl Subsystem {
                 }
             }
         }
-        // Copied again only when the table may have changed (most frames of a game that polls
-        // without pause change nothing).
-        let players = protocol.session().map(|s| s.players());
-        let generation = players.map(|p| p.generation());
-        if generation != self.shown_generation {
-            for (slot, shown) in self.shown_states.iter_mut().enumerate() {
-                *shown = players
-                    .and_then(|p| p.get(slot as u8))
-                    .map(|p| (p.token, p.state));
+        self.copy_shown_states();
+    }
+
+    /// Keep `shown_states` as the player table shows now. Copied again only when the table may
+    /// have changed (most frames of a game that polls without pause change nothing), and then
+    /// only the slots that may have changed since the last copy (a packet changes its
+    /// sender's state alone).
+    fn copy_shown_states(&mut self) {
+        let Some(session) = self.protocol.as_mut().and_then(|p| p.session_mut()) else {
+            if self.shown_generation.take().is_some() {
+                self.shown_states = [None; crate::rmev::MAX_SLOTS];
             }
-            self.shown_generation = generation;
+            return;
+        };
+        let players = session.players();
+        let generation = players.generation();
+        if self.shown_generation == Some(generation) {
+            return;
         }
+        let (since, changed) = players.changes();
+        let mut slots = if self.shown_generation == Some(since) {
+            changed
+        } else {
+            u16::MAX
+        };
+        while slots != 0 {
+            let slot = slots.trailing_zeros() as u8;
+            slots &= slots - 1;
+            if let Some(shown) = self.shown_states.get_mut(usize::from(slot)) {
+                *shown = players.get(slot).map(|p| (p.token, p.state));
+            }
+        }
+        self.shown_generation = Some(generation);
+        session.restart_player_changes();
     }
 
     /// The next event for the game (`NET_PollEvent`).
@@ -895,4 +925,18 @@ fn resolver(backend: &Arc<crate::packet_api::Backend>) -> NodeResolver {
         };
         backend.parse_node(&text, port).ok()
     })
+}
+
+/// Give a game packet to the protocol, or count it when no protocol is playing.
+fn hand_to_protocol(
+    protocol: &mut Option<Box<dyn ClientProtocol>>,
+    input_errors: &mut super::InputErrors,
+    now: Instant,
+    node: Node,
+    data: &[u8],
+) {
+    match protocol.as_mut() {
+        Some(protocol) if protocol.is_active() => protocol.handle_datagram(now, node, data),
+        _ => input_errors.game_packets_without_protocol += 1,
+    }
 }
