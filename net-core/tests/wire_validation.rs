@@ -297,6 +297,45 @@ fn header_rules_reject_the_packet_at_the_offending_field() {
     ]);
 }
 
+/// A header cut at every length is truncated at the start of the field it ends in (a cut
+/// signature at its length), and a bad field before the cut is reported instead.
+#[test]
+fn a_header_cut_anywhere_is_truncated_at_the_field_it_ends_in() {
+    let whole = header(JOINED | ACK, 0);
+    let field_starts = [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20];
+    let rows: Vec<(String, Vec<u8>, usize, DecodeProblem)> = (0..whole.len())
+        .map(|len| {
+            let at = field_starts
+                .iter()
+                .copied()
+                .filter(|start| *start <= len)
+                .max()
+                .unwrap_or(0);
+            let at = if len < 3 { len } else { at };
+            (
+                format!("header cut after {len} bytes"),
+                whole[..len].to_vec(),
+                at,
+                DecodeProblem::Truncated,
+            )
+        })
+        .collect();
+    let rows: Vec<(&str, Vec<u8>, usize, DecodeProblem)> = rows
+        .iter()
+        .map(|(what, bytes, at, problem)| (what.as_str(), bytes.clone(), *at, *problem))
+        .collect();
+    check(&rows);
+    // A bad version before the cut is the problem, not the cut.
+    let mut bad_version = whole[..10].to_vec();
+    bad_version[3] = 9;
+    check(&[(
+        "bad version in a cut header",
+        bad_version,
+        3,
+        DecodeProblem::UnsupportedVersion(9),
+    )]);
+}
+
 #[test]
 fn ship_state_rules_reject_non_finite_floats_and_short_states() {
     let with_float = |at: usize, v: f32| {

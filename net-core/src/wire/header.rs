@@ -137,17 +137,19 @@ pub(crate) fn write_header(
         }
         None => (0, 0),
     };
-    w.bytes(&SIGNATURE)?;
-    w.u8(PROTOCOL_VERSION)?;
-    w.u8(header.kind.as_u8())?;
-    w.u8(header.sender_slot.unwrap_or(NO_SLOT))?;
-    w.u8(flags)?;
-    w.u8(event_count)?;
-    w.u32(header.sequence)?;
-    w.u32(ack)?;
-    w.u32(bits)?;
-    w.u32(header.token)?;
-    Ok(())
+    // Laid out at the fixed offsets of docs/wire-format.md, then written in one piece.
+    let mut h = [0u8; super::HEADER_LEN];
+    h[..3].copy_from_slice(&SIGNATURE);
+    h[3] = PROTOCOL_VERSION;
+    h[4] = header.kind.as_u8();
+    h[5] = header.sender_slot.unwrap_or(NO_SLOT);
+    h[6] = flags;
+    h[EVENT_COUNT_OFFSET] = event_count;
+    h[8..12].copy_from_slice(&header.sequence.to_be_bytes());
+    h[12..16].copy_from_slice(&ack.to_be_bytes());
+    h[16..20].copy_from_slice(&bits.to_be_bytes());
+    h[20..24].copy_from_slice(&header.token.to_be_bytes());
+    w.bytes(&h)
 }
 
 /// A decoded header plus the two fields the writer derives.
@@ -158,79 +160,105 @@ pub(crate) struct RawHeader {
 }
 
 /// Read and validate the 24 header bytes, field by field, stopping at the first bad one.
+///
+/// The header is taken from the reader in one piece (as much of it as the packet holds) and its
+/// fields are read from that copy at their fixed offsets: a field the packet ends inside is
+/// `Truncated` at the field's offset, after every field before it was checked.
 pub(crate) fn read_header(r: &mut Reader<'_>) -> Result<RawHeader, DecodeError> {
+    let start = r.offset();
+    let have = r.remaining().min(super::HEADER_LEN);
+    let mut h = [0u8; super::HEADER_LEN];
+    if let Some(part) = h.get_mut(..have) {
+        part.copy_from_slice(r.take(have)?);
+    }
     // Signature: a mismatch in the bytes present is a bad signature; a matching prefix that is
     // too short is a truncated packet.
-    let start = r.offset();
-    let have = r.remaining().min(SIGNATURE.len());
-    let prefix = r.take(have)?;
-    if prefix != SIGNATURE.get(..have).unwrap_or(&[]) {
+    let sig = have.min(SIGNATURE.len());
+    if h.get(..sig) != SIGNATURE.get(..sig) {
         return Err(DecodeError::new(start, DecodeProblem::BadSignature));
     }
     if have < SIGNATURE.len() {
-        return Err(r.error(DecodeProblem::Truncated));
+        return Err(DecodeError::new(start + have, DecodeProblem::Truncated));
     }
+    let at = |offset: usize| start + offset;
+    // The field at `offset` of `len` bytes is in the packet.
+    let present = |offset: usize, len: usize| {
+        if have < offset + len {
+            Err(DecodeError::new(at(offset), DecodeProblem::Truncated))
+        } else {
+            Ok(())
+        }
+    };
+    let word = |offset: usize| {
+        u32::from_be_bytes([h[offset], h[offset + 1], h[offset + 2], h[offset + 3]])
+    };
 
-    let at = r.offset();
-    let version = r.u8()?;
+    present(3, 1)?;
+    let version = h[3];
     if version != PROTOCOL_VERSION {
         return Err(DecodeError::new(
-            at,
+            at(3),
             DecodeProblem::UnsupportedVersion(version),
         ));
     }
 
-    let at = r.offset();
-    let kind_byte = r.u8()?;
+    present(4, 1)?;
+    let kind_byte = h[4];
     let kind = PacketType::from_u8(kind_byte).ok_or(DecodeError::new(
-        at,
+        at(4),
         DecodeProblem::UnknownPacketType(kind_byte),
     ))?;
 
-    let at = r.offset();
-    let slot_byte = r.u8()?;
-    let sender_slot = match slot_byte {
+    present(5, 1)?;
+    let sender_slot = match h[5] {
         NO_SLOT => None,
         s if usize::from(s) < MAX_SLOTS => Some(s),
-        s => return Err(DecodeError::new(at, DecodeProblem::BadSlot(s))),
+        s => return Err(DecodeError::new(at(5), DecodeProblem::BadSlot(s))),
     };
 
-    let at = r.offset();
-    let flags = r.u8()?;
+    present(6, 1)?;
+    let flags = h[6];
     if flags & !HEADER_FLAGS_KNOWN != 0 {
-        return Err(DecodeError::new(at, DecodeProblem::ReservedBitsSet));
+        return Err(DecodeError::new(at(6), DecodeProblem::ReservedBitsSet));
     }
     let has_state = flags & FLAG_STATE != 0;
     let joined = flags & FLAG_JOINED != 0;
     let has_ack = flags & FLAG_ACK != 0;
 
-    let event_count = r.u8()?;
+    present(EVENT_COUNT_OFFSET, 1)?;
+    let event_count = h[EVENT_COUNT_OFFSET];
 
-    let at = r.offset();
-    let sequence = r.u32()?;
+    present(8, 4)?;
+    let sequence = word(8);
     if sequence == 0 {
-        return Err(DecodeError::new(at, DecodeProblem::ZeroSequence));
+        return Err(DecodeError::new(at(8), DecodeProblem::ZeroSequence));
     }
 
-    let at = r.offset();
-    let latest = r.u32()?;
+    present(12, 4)?;
+    let latest = word(12);
     if has_ack && latest == 0 {
-        return Err(DecodeError::new(at, DecodeProblem::ZeroAck));
+        return Err(DecodeError::new(at(12), DecodeProblem::ZeroAck));
     }
     if !has_ack && latest != 0 {
-        return Err(DecodeError::new(at, DecodeProblem::AckFieldsWithoutFlag));
+        return Err(DecodeError::new(
+            at(12),
+            DecodeProblem::AckFieldsWithoutFlag,
+        ));
     }
 
-    let at = r.offset();
-    let bits = r.u32()?;
+    present(16, 4)?;
+    let bits = word(16);
     if !has_ack && bits != 0 {
-        return Err(DecodeError::new(at, DecodeProblem::AckFieldsWithoutFlag));
+        return Err(DecodeError::new(
+            at(16),
+            DecodeProblem::AckFieldsWithoutFlag,
+        ));
     }
 
-    let at = r.offset();
-    let token = r.u32()?;
+    present(20, 4)?;
+    let token = word(20);
     if token == 0 {
-        return Err(DecodeError::new(at, DecodeProblem::ZeroToken));
+        return Err(DecodeError::new(at(20), DecodeProblem::ZeroToken));
     }
 
     let ack = has_ack.then_some(Ack { latest, bits });
