@@ -70,3 +70,54 @@ fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earli
         "p2 shows p1's new name"
     );
 }
+
+/// The other side of the rule above (`peer_chaos` seed 3740, real processes): a dead process's
+/// session, seated at a node and never heard from, is dropped as stale once the process now at
+/// that node has been seated in another slot under a session of its own (until then its
+/// packets were refused: the node's seat held another token). That session gets everything on
+/// its own link. When the process later leaves and comes back under a new session, the new
+/// session must not go on with the dead session's link, whose events (held for a player that
+/// never spoke) the process already had: before, it got them all again.
+#[test]
+fn a_link_that_never_heard_is_not_continued_when_its_node_went_on_to_a_session_of_its_own() {
+    let (n1, n2) = (node(1), node(2));
+    let mut now = Instant::now();
+    let mut p1 = mesh_session(0, 0x1A, "p1", now);
+    // The dead process at n2 was seated in slot 1; the process now at n2 is seated in slot 2.
+    p1.add_player(now, 1, n2, 0x2A, name("p2"), false);
+    let mut p2 = mesh_session(2, 0x2B, "p2", now);
+    p1.add_player(now, 2, n2, 0x2B, name("p2"), false);
+    p2.add_player(now, 0, n1, 0x1A, name("p1"), false);
+    for number in 1..=3 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    let refused = exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 30, (true, true));
+    assert!(refused > 0, "p1 took p2's packets while slot 1 held n2");
+    p1.remove_player(1, "reconnected");
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 100, (true, true));
+    let mut got = numbers(&mut p2);
+    assert_eq!(got, vec![1, 2, 3], "p2 got the numbers on its own link");
+
+    // p2 leaves (`disconnect`) and comes back (`connect`) under a new session, which starts
+    // afresh (no earlier session to resume), seated in slot 1.
+    p1.remove_player(2, "left the game");
+    let mut p2_again = mesh_session(1, 0x2C, "p2", now);
+    p1.add_player(now, 1, n2, 0x2C, name("p2"), false);
+    p2_again.add_player(now, 0, n1, 0x1A, name("p1"), false);
+    for number in 4..=5 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    exchange(
+        &mut now,
+        (&mut p1, n1),
+        (&mut p2_again, n2),
+        300,
+        (true, true),
+    );
+    got.extend(numbers(&mut p2_again));
+    assert_eq!(
+        got,
+        (1..=5).collect::<Vec<u32>>(),
+        "p2 got every number once, in order"
+    );
+}

@@ -158,7 +158,7 @@ impl Session {
         let Some(remote) = self.take_player(slot, reason) else {
             return;
         };
-        if remote.slot.is_some() && remote.never_heard() {
+        if remote.slot.is_some() && remote.never_heard() && !self.node_moved_on(&remote) {
             // Nothing came back on its link, so whatever session is at its node now may have
             // taken its packets as its own link's (a packet names only its sender's token): kept
             // aside like a displaced link, a new session seated at that node goes on with it.
@@ -167,6 +167,20 @@ impl Session {
             // It may come back (a backend switch, a dropout): keep what it has not got.
             self.park(&remote);
         }
+    }
+
+    /// Whether the process at `remote`'s node went on to a session of its own here while
+    /// `remote`'s link never heard from it: another player is seated at that node, seated or
+    /// heard from since `remote` was (`last_heard` of a link that never heard is when it was
+    /// made). That session has its own link, and a session that comes to the node later must
+    /// not go on with `remote`'s: its events went to that node's process already, on the
+    /// other link (`peer_chaos` seed 3740: a player that left and came back got them again).
+    fn node_moved_on(&self, remote: &Remote) -> bool {
+        self.remotes.iter().any(|other| {
+            other.slot.is_some()
+                && other.last_heard >= remote.last_heard
+                && (self.node_eq)(&other.node, &remote.node)
+        })
     }
 
     /// Empty `slot` as `remove_player` does, but keep the player's link aside for
