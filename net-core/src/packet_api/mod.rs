@@ -559,9 +559,9 @@ impl PacketLayer {
 
     /// The next datagram from the backend (as [`PacketLayer::receive_new`]), offered to `take`
     /// in place: a datagram `take` returns true for is handled; any other is kept for the game
-    /// to read (`push_incoming`). Straight from the socket, the datagram is offered from the layer's
-    /// receive buffer, so a handled one is never copied. Returns whether it was taken, or None
-    /// when nothing was waiting.
+    /// to read (`push_incoming`). Straight from the socket, the datagram is offered from the
+    /// layer's receive buffer, so a handled one is never copied. Returns whether it was taken,
+    /// or None when nothing was waiting.
     pub fn receive_offered(
         &mut self,
         options: &str,
