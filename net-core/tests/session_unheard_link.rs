@@ -12,6 +12,8 @@ mod support;
 
 use std::time::Instant;
 
+use net_core::session::Session;
+
 use support::sessions::{exchange, mesh_session, name, numbered, numbers, test_node as node};
 
 #[test]
@@ -80,10 +82,39 @@ fn a_new_session_at_a_node_goes_on_with_the_link_that_never_heard_from_its_earli
 /// never spoke) the process already had: before, it got them all again.
 #[test]
 fn a_link_that_never_heard_is_not_continued_when_its_node_went_on_to_a_session_of_its_own() {
+    let got = reconnect_after_the_dead_session_goes(|p1, _| p1.remove_player(1, "reconnected"));
+    assert_eq!(
+        got,
+        (1..=5).collect::<Vec<u32>>(),
+        "every number once, in order"
+    );
+}
+
+/// The same when a player list puts someone else in the dead session's slot (its link is kept
+/// aside for a moment in case the list was wrong): the reconnected session does not go on
+/// with it either.
+#[test]
+fn a_displaced_link_that_never_heard_is_not_continued_when_its_node_went_on() {
+    let got = reconnect_after_the_dead_session_goes(|p1, now| {
+        p1.displace_player(now, 1, "replaced by a new player")
+    });
+    assert_eq!(
+        got,
+        (1..=5).collect::<Vec<u32>>(),
+        "every number once, in order"
+    );
+}
+
+/// p1 seats a dead session (token 0x2A) at n2 in slot 1, then the live process at n2 (0x2B) in
+/// slot 2, and queues numbers 1-3; `drop_dead` takes the dead session out once p2's packets
+/// were refused for a while. Then p2 gets 1-3, leaves (`disconnect`) and comes back
+/// (`connect`) under a new session (0x2C, which starts afresh: no earlier session to resume),
+/// seated in slot 1 within the 5 s a kept-aside link waits; p1 queues 4 and 5. The numbers the
+/// process at n2 got, over both sessions.
+fn reconnect_after_the_dead_session_goes(drop_dead: impl Fn(&mut Session, Instant)) -> Vec<u32> {
     let (n1, n2) = (node(1), node(2));
     let mut now = Instant::now();
     let mut p1 = mesh_session(0, 0x1A, "p1", now);
-    // The dead process at n2 was seated in slot 1; the process now at n2 is seated in slot 2.
     p1.add_player(now, 1, n2, 0x2A, name("p2"), false);
     let mut p2 = mesh_session(2, 0x2B, "p2", now);
     p1.add_player(now, 2, n2, 0x2B, name("p2"), false);
@@ -93,13 +124,11 @@ fn a_link_that_never_heard_is_not_continued_when_its_node_went_on_to_a_session_o
     }
     let refused = exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 30, (true, true));
     assert!(refused > 0, "p1 took p2's packets while slot 1 held n2");
-    p1.remove_player(1, "reconnected");
+    drop_dead(&mut p1, now);
     exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 100, (true, true));
     let mut got = numbers(&mut p2);
     assert_eq!(got, vec![1, 2, 3], "p2 got the numbers on its own link");
 
-    // p2 leaves (`disconnect`) and comes back (`connect`) under a new session, which starts
-    // afresh (no earlier session to resume), seated in slot 1.
     p1.remove_player(2, "left the game");
     let mut p2_again = mesh_session(1, 0x2C, "p2", now);
     p1.add_player(now, 1, n2, 0x2C, name("p2"), false);
@@ -115,9 +144,5 @@ fn a_link_that_never_heard_is_not_continued_when_its_node_went_on_to_a_session_o
         (true, true),
     );
     got.extend(numbers(&mut p2_again));
-    assert_eq!(
-        got,
-        (1..=5).collect::<Vec<u32>>(),
-        "p2 got every number once, in order"
-    );
+    got
 }

@@ -272,6 +272,10 @@ struct Remote {
     rate_told: u32,
     /// The receive rate this remote asked for (its RE_RATE) and what it has taken.
     budget: rate::RateBudget,
+    /// Kept aside (displaced or removed) without ever hearing from its node, while no other
+    /// player there had come on since: a new session seated at that node goes on with this
+    /// link (see `Session::add_player`, `Session::node_moved_on`).
+    continues_at_node: bool,
 }
 
 /// The game loop of a connected client.
@@ -633,6 +637,7 @@ impl Remote {
             claim: None,
             rate_told: 0,
             budget: rate::RateBudget::default(),
+            continues_at_node: false,
         }
     }
 

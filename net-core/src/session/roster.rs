@@ -74,8 +74,10 @@ impl Session {
         if !self.star {
             self.remotes.retain(|r| r.slot != Some(slot));
             let node_eq = Arc::clone(&self.node_eq);
-            let same_link =
-                |r: &Remote| r.token == token || (r.never_heard() && node_eq(&r.node, &node));
+            let same_link = |r: &Remote| {
+                r.token == token
+                    || (r.continues_at_node && r.never_heard() && node_eq(&r.node, &node))
+            };
             match self.displaced.iter().position(|(r, _)| same_link(r)) {
                 Some(index) => {
                     // Displaced a moment ago: the same session of the player, which never saw
@@ -87,6 +89,7 @@ impl Session {
                     // seed 3452). Its reliable events were all unacknowledged, so they are all
                     // sent again in order either way.
                     let (mut remote, _) = self.displaced.remove(index);
+                    remote.continues_at_node = false;
                     remote.token = token;
                     remote.slot = Some(slot);
                     remote.node = node;
@@ -155,10 +158,11 @@ impl Session {
 
     /// Remove a remote player; emits PlayerDisconnected.
     pub fn remove_player(&mut self, slot: u8, reason: &str) {
-        let Some(remote) = self.take_player(slot, reason) else {
+        let Some(mut remote) = self.take_player(slot, reason) else {
             return;
         };
-        if remote.slot.is_some() && remote.never_heard() && !self.node_moved_on(&remote) {
+        remote.continues_at_node = self.may_continue_at_node(&remote);
+        if remote.continues_at_node {
             // Nothing came back on its link, so whatever session is at its node now may have
             // taken its packets as its own link's (a packet names only its sender's token): kept
             // aside like a displaced link, a new session seated at that node goes on with it.
@@ -167,6 +171,13 @@ impl Session {
             // It may come back (a backend switch, a dropout): keep what it has not got.
             self.park(&remote);
         }
+    }
+
+    /// Whether a new session seated at `remote`'s node may go on with its link: the link of a
+    /// seated player that never heard from its node, unless that node went on to a session of
+    /// its own here meanwhile.
+    fn may_continue_at_node(&self, remote: &Remote) -> bool {
+        remote.slot.is_some() && remote.never_heard() && !self.node_moved_on(remote)
     }
 
     /// Whether the process at `remote`'s node went on to a session of its own here while
@@ -189,7 +200,8 @@ impl Session {
     /// link (what was queued for it, what it acknowledged, an unfinished resumption); else it
     /// is parked as at `remove_player`.
     pub fn displace_player(&mut self, now: Instant, slot: u8, reason: &str) {
-        if let Some(remote) = self.take_player(slot, reason) {
+        if let Some(mut remote) = self.take_player(slot, reason) {
+            remote.continues_at_node = self.may_continue_at_node(&remote);
             self.displaced.push((remote, now));
         }
     }
