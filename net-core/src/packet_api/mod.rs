@@ -575,9 +575,8 @@ impl PacketLayer {
         };
         let taken = take(node, &self.receive_scratch[..len]);
         if !taken {
-            let mut data = self.spare_buffers.pop().unwrap_or_default();
-            data.extend_from_slice(&self.receive_scratch[..len]);
-            self.push_incoming(Datagram { node, data });
+            let datagram = self.scratch_datagram(node, len);
+            self.push_incoming(datagram);
         }
         Ok(Some(taken))
     }
@@ -605,9 +604,14 @@ impl PacketLayer {
         let Some((node, len)) = self.receive_into_scratch(options)? else {
             return Ok(None);
         };
+        Ok(Some(self.scratch_datagram(node, len)))
+    }
+
+    /// The first `len` bytes of `receive_scratch` as a datagram of its own (in a spare buffer).
+    fn scratch_datagram(&mut self, node: NET_Node, len: usize) -> Datagram {
         let mut data = self.spare_buffers.pop().unwrap_or_default();
         data.extend_from_slice(&self.receive_scratch[..len]);
-        Ok(Some(Datagram { node, data }))
+        Datagram { node, data }
     }
 
     /// Receive one datagram from the socket into `receive_scratch`: its sender and length.

@@ -178,11 +178,6 @@ impl RttEstimator {
     }
 
     fn sample(&mut self, rtt: Duration, config: &LinkConfig) {
-        self.record(rtt);
-        self.rto = self.compute_rto(config);
-    }
-
-    fn record(&mut self, rtt: Duration) {
         self.latest = Some(rtt);
         match self.srtt {
             None => {
@@ -195,6 +190,7 @@ impl RttEstimator {
                 self.srtt = Some((srtt * 7 + rtt) / 8);
             }
         }
+        self.rto = self.compute_rto(config);
     }
 
     fn compute_rto(&self, config: &LinkConfig) -> Duration {
