@@ -111,6 +111,12 @@ impl UdpSocket {
         self.v6.as_ref().map(|e| e.port)
     }
 
+    /// The address the kernel has the IPv6 socket bound to (`getsockname`), if one is open.
+    pub fn ipv6_bound_address(&self) -> Option<SocketAddr> {
+        let v6 = self.v6.as_ref()?;
+        v6.socket.local_addr().ok()?.as_socket()
+    }
+
     /// Receives are still batched with `recvmmsg` (false when stepped down or disabled).
     pub fn uses_recvmmsg(&self) -> bool {
         self.v4.batch.uses_recvmmsg()

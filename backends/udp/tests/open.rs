@@ -139,17 +139,6 @@ fn ipv6_required_but_ipv4_only_is_possible() {
     }
 }
 
-/// The kernel's local IPv6 address (32 hex digits as /proc/net/udp6 prints it) of the UDP
-/// socket bound to `port`, if there is one.
-fn udp6_local_address(port: u16) -> Option<String> {
-    let table = std::fs::read_to_string("/proc/net/udp6").ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let local = line.split_whitespace().nth(1)?;
-        let (addr, p) = local.split_once(':')?;
-        (u16::from_str_radix(p, 16).ok()? == port).then(|| addr.to_string())
-    })
-}
-
 #[test]
 fn binding_ipv4_loopback_keeps_ipv6_on_loopback_too() {
     if std::net::UdpSocket::bind("[::1]:0").is_err() {
@@ -165,11 +154,26 @@ fn binding_ipv4_loopback_keeps_ipv6_on_loopback_too() {
         "{}",
         inner.describe()
     );
-    // ::1 as /proc prints it (four little-endian words); a wildcard bind is all zeros.
+    // Asked of the kernel (getsockname): a wildcard bind would report [::].
     assert_eq!(
-        udp6_local_address(port).as_deref(),
-        Some("00000000000000000000000001000000"),
+        inner.ipv6_bound_address(),
+        Some(std::net::SocketAddr::from((
+            std::net::Ipv6Addr::LOCALHOST,
+            port
+        ))),
         "the IPv6 socket must be bound to ::1, not to every address"
+    );
+    // The same question tells the wildcard apart: an unspecified bind reports [::].
+    let every = Sock::open(0, "bind=0.0.0.0").expect("opens");
+    // SAFETY: the handle came from `open` and is still open.
+    let every = unsafe { parsec_backend_udp::socket_from_handle(every.handle) }.expect("live");
+    let every_port = every.ipv6_port().expect("IPv6 is opened where available");
+    assert_eq!(
+        every.ipv6_bound_address(),
+        Some(std::net::SocketAddr::from((
+            std::net::Ipv6Addr::UNSPECIFIED,
+            every_port
+        )))
     );
 
     // A specific non-loopback IPv4 address leaves IPv6 closed (unless ipv6=1 asks for it).
