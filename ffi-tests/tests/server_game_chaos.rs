@@ -21,7 +21,9 @@
 //!   `PLAYER_CONNECTED` never for a seated slot, `PLAYER_DISCONNECTED` only for one;
 //! - per sender, the numbered reliable series and texts arrive in order and without duplicates,
 //!   and within one stretch of the receiver seeing the sender seated (no departure of either in
-//!   between) without a gap; unreliable numbers at most once;
+//!   between) without a gap, except over numbers the sender queued while the receiver was not
+//!   seated in its game (its `SERIES` lines say who was: a stretch may bring the late events
+//!   of several earlier ones); unreliable numbers at most once;
 //! - a text tagged with the sender's name in use is never followed, in that stretch, by the
 //!   `PLAYER_NAME` of that name (a rename comes before the events queued after it);
 //!
@@ -46,6 +48,7 @@ use std::time::{Duration, Instant};
 use parsec_net_ffi_tests::chaos::{self, Rng};
 use parsec_net_ffi_tests::live::LiveGame;
 use parsec_net_ffi_tests::peer::{fields, parse, Event};
+use parsec_net_ffi_tests::series::{self, SentSeries};
 use parsec_net_ffi_tests::server::Server;
 use parsec_net_ffi_tests::Build;
 
@@ -368,8 +371,40 @@ fn series_of(e: &Event) -> Option<(u32, String)> {
     Some((n, String::from_utf8_lossy(&name).into_owned()))
 }
 
-/// Walk one game's output; Err(what is wrong).
-fn view_of(lines: &[String]) -> Result<View, String> {
+/// What every game (by its process name) says it queued of the series.
+type Sends = HashMap<String, SentSeries>;
+
+/// The process a player name belongs to: names are NAME or NAMErK (renames).
+fn process_of(name: &str) -> &str {
+    name.split('r').next().unwrap_or_default()
+}
+
+/// Whether `sender` queued every number of `missing` while `receiver` (a process name) was not
+/// seated in its game: those were never addressed to the receiver, so a gap over them loses
+/// nothing.
+fn never_addressed(
+    sends: &Sends,
+    sender: &str,
+    receiver: &str,
+    missing: std::ops::Range<u32>,
+) -> bool {
+    let Some(sent) = sends.get(sender) else {
+        return false;
+    };
+    missing.into_iter().all(|n| {
+        sent.queued
+            .binary_search_by_key(&n, |q| q.n)
+            .is_ok_and(|i| {
+                !sent.queued[i]
+                    .seated
+                    .iter()
+                    .any(|name| process_of(name) == receiver)
+            })
+    })
+}
+
+/// Walk the output of the game `receiver` (its process name); Err(what is wrong).
+fn view_of(lines: &[String], receiver: &str, sends: &Sends) -> Result<View, String> {
     let mut v = View::default();
     for (index, line) in lines.iter().enumerate() {
         if line.starts_with("EXEC ") && line.contains(" line=\"net.sim ") {
@@ -436,7 +471,7 @@ fn view_of(lines: &[String]) -> Result<View, String> {
                 v.stretch += 1;
                 v.seated.insert(p, (e.text.clone(), v.stretch));
                 // Names are NAME or NAMErK (renames): the part before 'r' names the process.
-                let first = e.text.split('r').next().unwrap_or_default().to_string();
+                let first = process_of(&e.text).to_string();
                 let prior = !v.met.insert(first);
                 v.stretch_prior.insert(v.stretch, (prior, false));
             }
@@ -490,7 +525,9 @@ fn view_of(lines: &[String]) -> Result<View, String> {
                     let key = (sender.clone(), stretch);
                     let prior = v.stretch_prior.entry(stretch).or_insert((false, false));
                     if let Some(&last) = v.last_in_stretch.get(&key) {
-                        if n != last + 1 && prior.0 && !prior.1 {
+                        if n != last + 1 && never_addressed(sends, &sender, receiver, last + 1..n) {
+                            // Said while the receiver was away from the sender's game.
+                        } else if n != last + 1 && prior.0 && !prior.1 {
                             prior.1 = true;
                         } else if n != last + 1 {
                             return Err(format!(
@@ -532,10 +569,22 @@ fn roster_of_json(json: &str) -> Option<BTreeMap<i32, String>> {
 }
 
 impl Chaos {
+    /// What every game, the killed ones too, says it queued of the series.
+    fn sends(&self) -> Sends {
+        self.players
+            .iter()
+            .map(|p| {
+                let out = p.game.process.lines_from(0).join("\n");
+                (p.name.clone(), series::sent(&out))
+            })
+            .collect()
+    }
+
     fn check_streams(&self) -> Vec<View> {
+        let sends = self.sends();
         let mut views = Vec::new();
         for p in &self.players {
-            match view_of(&p.game.process.lines_from(0)) {
+            match view_of(&p.game.process.lines_from(0), &p.name, &sends) {
                 Ok(v) => views.push(v),
                 Err(what) => self.fail(&format!("game {}: {what}", p.name)),
             }
@@ -655,7 +704,9 @@ impl Chaos {
             }
             let (summary, at) = self.players[who].game.summary_now_at();
             let before = self.players[who].game.process.lines_from(0);
-            let view = match view_of(&before[..at.min(before.len())]) {
+            let sends = self.sends();
+            let name = &self.players[who].name;
+            let view = match view_of(&before[..at.min(before.len())], name, &sends) {
                 Ok(view) => view,
                 Err(what) => self.fail(&format!("game {}: {what}", self.players[who].name)),
             };
