@@ -192,16 +192,25 @@ pub fn socket_inodes(pid: u32) -> Vec<u64> {
 
 /// The sockets of process `pid` that appear in the kernel table `table` of its network
 /// namespace (`/proc/PID/net/TABLE`), as `(local address in the table's hex form, inode)`.
+///
+/// The table is read three times and the results joined: the kernel hands it out a page at a
+/// time and finds where it left off by counting lines, so a socket closed elsewhere between two
+/// pages makes the next page skip a line (another test's sockets come and go meanwhile).
 pub fn sockets_of(pid: u32, table: &str) -> Vec<(String, u64)> {
     let mine = socket_inodes(pid);
-    let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
-    text.lines()
-        .skip(1)
-        .filter_map(|line| {
+    let mut found: Vec<(String, u64)> = Vec::new();
+    for _ in 0..3 {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let inode: u64 = fields.get(9)?.parse().ok()?;
-            let local = fields.get(1)?.to_string();
-            mine.contains(&inode).then_some((local, inode))
-        })
-        .collect()
+            let (Some(local), Some(Ok(inode))) = (fields.get(1), fields.get(9).map(|f| f.parse()))
+            else {
+                continue;
+            };
+            if mine.contains(&inode) && !found.iter().any(|(_, known)| *known == inode) {
+                found.push((local.to_string(), inode));
+            }
+        }
+    }
+    found
 }
