@@ -146,3 +146,59 @@ fn reconnect_after_the_dead_session_goes(drop_dead: impl Fn(&mut Session, Instan
     got.extend(numbers(&mut p2_again));
     got
 }
+
+/// Two links that never heard from one node (`peer_chaos` seed 3883, real processes): p1 seats
+/// a dead session at n2 (0x2A, slot 3) and queues 1-3 to it; then, from a list, it seats the
+/// first session of the process now there (0x2B, slot 0), which withdraws its request at once;
+/// the dead one is dropped too. Both links are kept aside for a new session at n2. The process
+/// comes back (0x2C) and goes on with its own first link and gets 4 and 5; then it switches
+/// backend (0x2D, resuming 0x2C). That session must not go on with the dead session's link,
+/// whose 1-3 were never the process's: before, it got them after 5.
+#[test]
+fn a_second_link_that_never_heard_is_not_continued_once_its_node_went_on_with_the_first() {
+    let (n1, n2) = (node(1), node(2));
+    let mut now = Instant::now();
+    let mut p1 = mesh_session(1, 0x1A, "p1", now);
+    p1.add_player(now, 3, n2, 0x2A, name("p2"), false);
+    for number in 1..=3 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    now += std::time::Duration::from_millis(500);
+    p1.add_player(now, 0, n2, 0x2B, name("p2"), false);
+    now += std::time::Duration::from_millis(100);
+    p1.remove_player(0, "stopped connecting");
+    p1.remove_player(3, "reconnected");
+
+    let mut p2 = mesh_session(0, 0x2C, "p2", now);
+    p1.add_player(now, 0, n2, 0x2C, name("p2"), false);
+    p2.add_player(now, 1, n1, 0x1A, name("p1"), false);
+    for number in 4..=5 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    exchange(&mut now, (&mut p1, n1), (&mut p2, n2), 100, (true, true));
+    let mut got = numbers(&mut p2);
+    assert_eq!(
+        got,
+        vec![4, 5],
+        "p2 got the numbers queued after it was seated"
+    );
+
+    // A backend switch: the next session resumes this one.
+    let mut p2_next = mesh_session(0, 0x2D, "p2", now);
+    p2_next.set_resume_state(p2.resume_state_for_next());
+    p1.remove_player(0, "left the game");
+    p1.add_player(now, 0, n2, 0x2D, name("p2"), false);
+    p2_next.add_player(now, 1, n1, 0x1A, name("p1"), false);
+    for number in 6..=7 {
+        p1.queue_event(numbered(number)).expect("queued");
+    }
+    exchange(
+        &mut now,
+        (&mut p1, n1),
+        (&mut p2_next, n2),
+        300,
+        (true, true),
+    );
+    got.extend(numbers(&mut p2_next));
+    assert_eq!(got, vec![4, 5, 6, 7], "every number once, in order");
+}

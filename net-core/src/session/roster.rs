@@ -90,6 +90,15 @@ impl Session {
                     // sent again in order either way.
                     let (mut remote, _) = self.displaced.remove(index);
                     remote.continues_at_node = false;
+                    // The node went on with this link: any other link kept aside for it stays
+                    // aside only for its own token (`peer_chaos` seed 3883: a dead session's
+                    // link, never heard, was continued by the node's next session after a
+                    // backend switch, which then got the dead session's events).
+                    for (other, _) in &mut self.displaced {
+                        if node_eq(&other.node, &node) {
+                            other.continues_at_node = false;
+                        }
+                    }
                     remote.token = token;
                     remote.slot = Some(slot);
                     remote.node = node;
