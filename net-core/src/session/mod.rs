@@ -274,7 +274,8 @@ struct Remote {
     budget: rate::RateBudget,
     /// Kept aside (displaced or removed) without ever hearing from its node, while no other
     /// player there had come on since: a new session seated at that node goes on with this
-    /// link (see `Session::add_player`, `Session::node_moved_on`).
+    /// link (see `Session::add_player`, `Session::node_moved_on`). Cleared for every link kept
+    /// aside at a node once that node goes on with one of them.
     continues_at_node: bool,
 }
 
