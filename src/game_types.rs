@@ -264,7 +264,8 @@ impl NET_Event {
             | RemoteEvent::ConnectQueue(_)
             | RemoteEvent::PlayerStatus { .. }
             | RemoteEvent::Resume(_)
-            | RemoteEvent::Rate(_) => {
+            | RemoteEvent::Rate(_)
+            | RemoteEvent::Vacated { .. } => {
                 NET_Event::empty(NET_EVENT_ERROR, player_id).with_text(b"internal event")
             }
         }

@@ -3,7 +3,7 @@
 //! `decodes_every_field_and_flags_malformed_packets` writes a capture file of game packets built
 //! here byte by byte from docs/wire-format.md: every packet type, every remote event type with
 //! distinct values in all its fields (and RE_RESUME; RE_RATE with a rate above i32::MAX and with
-//! 0), the header flags and ack bits, empty strings, IPv4, IPv6 and non-UDP nodes, malformed
+//! 0; RE_VACATED), the header flags and ack bits, empty strings, IPv4, IPv6 and non-UDP nodes, malformed
 //! packets (header and body cut short, wrong body lengths, trailing bytes, an unsupported
 //! version, unknown types, reserved bits, invalid values, non-finite floats, an unreliable
 //! RE_RATE of the wrong length), and datagrams that are not game packets.
@@ -89,6 +89,7 @@ const RE_CUSTOM: u8 = 11;
 const RE_PLAYERSTATUS: u8 = 12;
 const RE_RESUME: u8 = 13;
 const RE_RATE: u8 = 14;
+const RE_VACATED: u8 = 15;
 
 const FLAG_STATE: u8 = 1;
 const FLAG_JOINED: u8 = 2;
@@ -827,7 +828,7 @@ fn every_event_packet() -> Wire {
         ack: 999,
         bits: 0xFFFF_FFFF,
         token: 0x0102_0304,
-        ..Header::new(GAME_STATE, 3, 15)
+        ..Header::new(GAME_STATE, 3, 16)
     };
     let state = ship_state(
         [1.5, -2.25, 300.0],
@@ -902,6 +903,7 @@ fn every_event_packet() -> Wire {
         // Above i32::MAX: read as an unsigned 32-bit number.
         event(RE_RATE, Some(13), w().u32(3_000_000_000)),
         event(RE_RATE, Some(14), w().u32(0)),
+        event(RE_VACATED, Some(15), w().u32(0xdead_beef)),
     ];
     events
         .into_iter()
@@ -916,7 +918,7 @@ fn check_every_event_packet(f: &Frame) {
         assert_eq!(g.uint(&format!("parsecnet.flags.{flag}")), 1, "flag {flag}");
     }
     assert_eq!(g.uint("parsecnet.flags.reserved"), 0);
-    assert_eq!(g.uint("parsecnet.count"), 15);
+    assert_eq!(g.uint("parsecnet.count"), 16);
     assert_eq!(g.uint("parsecnet.seq"), 1000);
     assert_eq!(g.uint("parsecnet.ack"), 999);
     assert_eq!(g.uint("parsecnet.ack_bits"), 0xFFFF_FFFF);
@@ -935,30 +937,33 @@ fn check_every_event_packet(f: &Frame) {
     assert_eq!(state.bytes("parsecnet.state.game"), game_area());
 
     let events = f.events();
-    assert_eq!(events.len(), 15, "{}", f.dump());
+    assert_eq!(events.len(), 16, "{}", f.dump());
     let types: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.type"))
         .collect();
-    assert_eq!(types, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 11, 14, 14]);
+    assert_eq!(
+        types,
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 11, 14, 14, 15]
+    );
     let reliable: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.reliable"))
         .collect();
-    assert_eq!(reliable, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]);
+    assert_eq!(reliable, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1]);
     let ids: Vec<u64> = events
         .iter()
         .filter(|e| e.has("parsecnet.event.id"))
         .map(|e| e.uint("parsecnet.event.id"))
         .collect();
-    assert_eq!(ids, (1..=14).collect::<Vec<u64>>());
+    assert_eq!(ids, (1..=15).collect::<Vec<u64>>());
     let lengths: Vec<u64> = events
         .iter()
         .map(|e| e.uint("parsecnet.event.length"))
         .collect();
     assert_eq!(
         lengths,
-        [38, 30, 34, 18, 5, 10, 6, 14, 88, 42, 44, 2, 4, 4, 4]
+        [38, 30, 34, 18, 5, 10, 6, 14, 88, 42, 44, 2, 4, 4, 4, 4]
     );
 
     let e = events[0];
@@ -1037,6 +1042,7 @@ fn check_every_event_packet(f: &Frame) {
     assert!(!e.has("parsecnet.event.data"));
     assert_eq!(events[13].uint("parsecnet.event.rate"), 3_000_000_000);
     assert_eq!(events[14].uint("parsecnet.event.rate"), 0);
+    assert_eq!(events[15].uint("parsecnet.event.told_id"), 0xdead_beef);
 
     assert_eq!(
         f.info,
@@ -1046,7 +1052,8 @@ fn check_every_event_packet(f: &Frame) {
          RE_KILLOBJECT object 2003, RE_SENDTEXT \"hi, there\", RE_PLAYERNAME \"carol\", \
          RE_PARTICLEOBJECT type 17, RE_PLAYERLIST [3 carol, 0 dave], RE_CONNECTQUEUE [erin], \
          RE_CUSTOM type 303 (40 bytes), RE_PLAYERSTATUS unjoined (flag 7), \
-         RE_CUSTOM type 304 (0 bytes), RE_RATE rate 3000000000 bytes/s, RE_RATE rate unlimited"
+         RE_CUSTOM type 304 (0 bytes), RE_RATE rate 3000000000 bytes/s, RE_RATE rate unlimited, \
+         RE_VACATED player 0xdeadbeef left"
     );
 }
 

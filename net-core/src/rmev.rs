@@ -268,6 +268,7 @@ pub enum EventType {
     PlayerStatus = 12,
     Resume = 13,
     Rate = 14,
+    Vacated = 15,
 }
 
 impl EventType {
@@ -287,6 +288,7 @@ impl EventType {
             12 => EventType::PlayerStatus,
             13 => EventType::Resume,
             14 => EventType::Rate,
+            15 => EventType::Vacated,
             _ => return None,
         })
     }
@@ -351,6 +353,14 @@ pub enum RemoteEvent {
     /// to it (a peer, the gameserver) holds ship states back so what it sends stays near the
     /// rate; events are never held back for it. Never given to the game.
     Rate(u32),
+    /// Through a gameserver only: the relay's word, in the stream of the slot it names as
+    /// origin, that the player seated there under the id `told` (the id the others' `add ip:`
+    /// lines gave it; 0: whoever sits there) left. Everything that player said comes before it,
+    /// so a client takes the player's departure from here, not from the TCP `remove ip:` line
+    /// that may overtake those events. Never given to the game.
+    Vacated {
+        told: u32,
+    },
 }
 
 /// Most earlier tokens a RE_RESUME hello lists.
@@ -417,6 +427,7 @@ impl RemoteEvent {
             RemoteEvent::PlayerStatus { .. } => EventType::PlayerStatus,
             RemoteEvent::Resume(_) => EventType::Resume,
             RemoteEvent::Rate(_) => EventType::Rate,
+            RemoteEvent::Vacated { .. } => EventType::Vacated,
         }
     }
 

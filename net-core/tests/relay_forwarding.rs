@@ -707,3 +707,77 @@ fn a_client_seated_without_a_token_is_known_by_its_first_packets_token() {
     relay.handle_datagram(later, addr(0), &p);
     assert_eq!(relay.stats().wrong_tokens, 1, "{:?}", relay.stats());
 }
+
+/// What `client` gets from the relay now: (origin slot, event) of every event, in order.
+/// (The relay's forwarding pass runs first.)
+fn events_to(
+    relay: &mut RelayCore,
+    client: &mut Client,
+    now: Instant,
+) -> Vec<(Option<u8>, RemoteEvent)> {
+    relay.handle_timeout(now);
+    drain_to(relay, client, now)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| match d {
+            Delivery::Event { origin, event } => Some((origin, event)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_departure_is_told_in_band_behind_the_leavers_events_to_every_other_client() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let (mut a, mut b) = (greeted(&mut relay, 0, now), greeted(&mut relay, 1, now));
+    // The leaver's chat waits in the others' burst buffers when it leaves.
+    let p = a.packet(now, PacketType::GameState, None, vec![text("bye")]);
+    relay.handle_datagram(now, addr(0), &p);
+    relay.remove_client(now, 0);
+    let vacated = RemoteEvent::Vacated { told: 0 };
+    let to_b: Vec<_> = events_to(&mut relay, &mut b, now)
+        .into_iter()
+        .filter(|(origin, _)| *origin == Some(0))
+        .collect();
+    assert_eq!(to_b, vec![(Some(0), text("bye")), (Some(0), vacated)]);
+    // Removing an empty slot tells nothing.
+    relay.remove_client(now, 0);
+    assert!(
+        events_to(&mut relay, &mut b, now + Duration::from_millis(50))
+            .iter()
+            .all(|(_, e)| !matches!(e, RemoteEvent::Vacated { .. }))
+    );
+}
+
+#[test]
+fn a_departure_names_the_id_the_others_know_the_player_by_and_a_forged_one_is_dropped() {
+    let now = Instant::now();
+    let mut relay = RelayCore::new(RelayConfig {
+        server_token: SERVER_TOKEN,
+        ..RelayConfig::default()
+    });
+    relay.add_client_told(now, 0, addr(0), token(0), 4242);
+    relay.add_client_told(now, 1, addr(1), token(1), 4343);
+    let (mut a, mut b) = (greeted(&mut relay, 0, now), greeted(&mut relay, 1, now));
+    // A client cannot tell another's departure: the relay alone says it.
+    let forged = a.packet(
+        now,
+        PacketType::GameState,
+        None,
+        vec![RemoteEvent::Vacated { told: 4343 }],
+    );
+    relay.handle_datagram(now, addr(0), &forged);
+    assert!(
+        events_to(&mut relay, &mut b, now + Duration::from_millis(50))
+            .iter()
+            .all(|(origin, _)| origin.is_none())
+    );
+    assert_eq!(relay.stats().forged_departures, 1);
+    relay.remove_client(now, 0);
+    assert_eq!(
+        events_to(&mut relay, &mut b, now + Duration::from_millis(100)),
+        vec![(Some(0), RemoteEvent::Vacated { told: 4242 })]
+    );
+    assert_eq!(relay.stats().departures_told, 1);
+}

@@ -144,6 +144,8 @@ fn remote_event() -> impl Strategy<Value = RemoteEvent> {
             })
         }),
         Just(RemoteEvent::Resume(ResumeStep::Done)),
+        any::<u32>().prop_map(RemoteEvent::Rate),
+        any::<u32>().prop_map(|told| RemoteEvent::Vacated { told }),
         (
             any::<u16>(),
             proptest::collection::vec(any::<u8>(), 0..=MAX_CUSTOM_DATA),

@@ -389,10 +389,10 @@ fn event_header_rules_reject_the_packet_at_the_offending_field() {
             UnknownEventType(0),
         ),
         (
-            "event type 15",
-            packet(&[raw_event(15, 1, 0, Some(1), &[])]),
+            "event type 16",
+            packet(&[raw_event(16, 1, 0, Some(1), &[])]),
             24,
-            UnknownEventType(15),
+            UnknownEventType(16),
         ),
         (
             "event type 99",
@@ -610,6 +610,12 @@ fn body_rules_reject_the_packet_at_the_offending_field() {
             "text body shorter than the text",
             packet(&[raw_event(6, 1, 3, Some(1), &text_body(b"abc"))]),
             33,
+            BodyLengthMismatch,
+        ),
+        (
+            "RE_VACATED body of 3 bytes",
+            packet(&[raw_event(15, 1, 3, Some(1), &[0, 0, 9])]),
+            26,
             BodyLengthMismatch,
         ),
         (

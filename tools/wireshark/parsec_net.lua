@@ -47,6 +47,8 @@ Fields (display filter names)
             parsecnet.event.your_token, parsecnet.event.my_token,
             parsecnet.event.delivered_id
             RE_RATE (type 14, the sender's receive rate): parsecnet.event.rate
+            RE_VACATED (type 15, a gameserver's word that the slot's player left):
+            parsecnet.event.told_id
   Entries   RE_PLAYERLIST: parsecnet.player, parsecnet.player.slot, parsecnet.player.flags,
             parsecnet.player.joined, parsecnet.player.flags.reserved, parsecnet.player.token,
             parsecnet.player.node, parsecnet.player.address (generated: the node read as a
@@ -104,7 +106,7 @@ local packet_types = {
 local RE_CREATEOBJECT, RE_CREATELASER, RE_CREATEMISSILE, RE_CREATEEXTRA = 1, 2, 3, 4
 local RE_KILLOBJECT, RE_SENDTEXT, RE_PLAYERNAME, RE_PARTICLEOBJECT = 5, 6, 7, 8
 local RE_PLAYERLIST, RE_CONNECTQUEUE, RE_CUSTOM, RE_PLAYERSTATUS = 9, 10, 11, 12
-local RE_RESUME, RE_RATE = 13, 14
+local RE_RESUME, RE_RATE, RE_VACATED = 13, 14, 15
 
 local event_types = {
     [RE_CREATEOBJECT] = "RE_CREATEOBJECT",
@@ -121,6 +123,7 @@ local event_types = {
     [RE_PLAYERSTATUS] = "RE_PLAYERSTATUS",
     [RE_RESUME] = "RE_RESUME",
     [RE_RATE] = "RE_RATE",
+    [RE_VACATED] = "RE_VACATED",
 }
 
 -- Body sizes of the event types whose body has a fixed size.
@@ -133,6 +136,7 @@ local fixed_body_len = {
     [RE_PARTICLEOBJECT] = 14,
     [RE_PLAYERSTATUS] = 2,
     [RE_RATE] = 4,
+    [RE_VACATED] = 4,
 }
 
 local joined_names = { [0] = "unjoined", [1] = "joined" }
@@ -218,6 +222,8 @@ F.ev_joined = ProtoField.uint8("parsecnet.event.joined", "Joined", base.DEC, joi
 F.ev_unjoin_flag = ProtoField.uint8("parsecnet.event.unjoin_flag", "Unjoin flag", base.DEC)
 F.ev_rate = ProtoField.uint32("parsecnet.event.rate", "Receive rate (bytes/s, 0 unlimited)",
     base.DEC)
+F.ev_told_id = ProtoField.uint32("parsecnet.event.told_id",
+    "Told id of the player who left (0: whoever sat there)", base.HEX)
 F.ev_resume_step =
     ProtoField.uint8("parsecnet.event.resume_step", "Resume step", base.DEC, resume_steps)
 F.ev_token_count = ProtoField.uint8("parsecnet.event.token_count", "Token count", base.DEC)
@@ -741,6 +747,16 @@ body[RE_RATE] = function(ctx, cur, tree)
     local rate = add_uint(ctx, cur, tree, F.ev_rate, 4, "rate")
     if rate then
         return rate == 0 and "rate unlimited" or string.format("rate %d bytes/s", rate)
+    end
+    return nil
+end
+
+-- RE_VACATED (net-core's; from a gameserver only): the player seated in the packet's sender
+-- slot under this id (its `add ip:` line's) left.
+body[RE_VACATED] = function(ctx, cur, tree)
+    local told = add_uint(ctx, cur, tree, F.ev_told_id, 4, "told id")
+    if told then
+        return told == 0 and "the slot's player left" or string.format("player 0x%08x left", told)
     end
     return nil
 end

@@ -344,6 +344,11 @@ impl Run {
                         if matches!(event, RemoteEvent::Resume(ResumeStep::Hello(_))) {
                             answer_hello = true;
                         }
+                        // The relay tells departures under the id it was given (none here);
+                        // a client's own word (never 0 in the script) is never relayed.
+                        if let RemoteEvent::Vacated { told } = event {
+                            assert_eq!(told, 0, "a client's RE_VACATED was relayed");
+                        }
                     }
                 }
             }
@@ -535,6 +540,10 @@ impl Run {
                     .unwrap_or(1),
                 delivered: u32::from(script.byte()),
             }),
+            // Only the relay may say a player left: a client's word is dropped.
+            9 if which & 0x10 != 0 => RemoteEvent::Vacated {
+                told: script.u32().max(1),
+            },
             _ => RemoteEvent::Resume(ResumeStep::Done),
         }
     }

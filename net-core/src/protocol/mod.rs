@@ -6,6 +6,7 @@
 //! come), and sends what `poll_transmit` yields; events for the game come from `poll_event`.
 //! Until a protocol is selected with `net.subsys`, the "no protocol selected" answer is given.
 
+pub mod held_updates;
 pub mod peer;
 pub mod renames;
 pub mod server_client;

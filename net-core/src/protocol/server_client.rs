@@ -19,6 +19,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, NetError, NetResult};
+use crate::protocol::held_updates::HeldUpdates;
 use crate::protocol::renames::Renames;
 use crate::protocol::{
     ClientProtocol, ConnectParams, NameRefusal, NameUpdate, ProtocolKind, StreamCommand,
@@ -92,6 +93,11 @@ pub struct ServerClient {
     /// `SWITCH_NAME_RETRY_WINDOW`): when the join goes out again (None: sent, waiting for the
     /// answer), and until when a refusal is retried.
     rejoin: Option<(Option<Instant>, Instant)>,
+    /// Whether the server tells departures in band (a gameserver that gave our extension: its
+    /// relay sends RE_VACATED), so its `remove ip:` lines wait for that word (`held_updates`).
+    departures_in_band: bool,
+    /// The player-list lines waiting behind such a departure.
+    held: HeldUpdates,
 }
 
 /// The parts of `join from NAME accepted, slot: N, server name: S[ udp: U token: T]`.
@@ -241,6 +247,8 @@ impl ServerClient {
             stats: ServerClientStats::default(),
             announced: Vec::new(),
             rejoin: None,
+            departures_in_band: false,
+            held: HeldUpdates::default(),
         }
     }
 
@@ -259,6 +267,7 @@ impl ServerClient {
     /// before the answer a server says "you're not even joined", which does no harm).
     fn close_stream(&mut self) {
         self.renames.clear();
+        self.held.clear();
         if matches!(self.phase, Phase::Joined | Phase::Joining { .. }) {
             self.stream_out
                 .push_back(StreamCommand::SendLine("remove me".to_string()));
@@ -388,6 +397,9 @@ impl ServerClient {
         }
         self.session = Some(session);
         self.announced.clear();
+        self.held.clear();
+        self.departures_in_band =
+            self.kind == ProtocolKind::GameServer && accepted.server_token.is_some();
         self.server_name = accepted.server_name;
         self.phase = Phase::Joined;
         self.messages_left = MESSAGE_LINES;
@@ -403,26 +415,61 @@ impl ServerClient {
         Ok(())
     }
 
-    fn take_update(&mut self, now: Instant, update: Update) {
-        let Some(params) = self.params.clone() else {
-            return;
-        };
+    /// The node a player-list line names (the design's client port when it names none).
+    fn node_named(&self, ip: &str, port: Option<u16>) -> Option<Node> {
+        let params = self.params.as_ref()?;
+        (params.resolve)(ip, port.unwrap_or(DESIGN_CLIENT_PORT))
+    }
+
+    /// The slot the server means by a line naming `ip`/`port`: as it named the player, else
+    /// where the player is now.
+    fn slot_named(&self, ip: &str, port: Option<u16>) -> Option<u8> {
+        let node = self.node_named(ip, port)?;
         let node_eq = self.node_eq();
-        let Some(session) = self.session.as_mut() else {
+        self.announced
+            .iter()
+            .find(|(_, n)| node_eq(n, &node))
+            .map(|(slot, _)| *slot)
+            .or_else(|| self.session.as_ref()?.slot_at(&node))
+    }
+
+    /// Take a player-list line now, or behind a departure still waiting for the relay's word.
+    fn queue_update(&mut self, now: Instant, update: Update) {
+        if !self.departures_in_band {
+            self.take_update(now, update);
             return;
-        };
-        let node_of =
-            |ip: &str, port: Option<u16>| (params.resolve)(ip, port.unwrap_or(DESIGN_CLIENT_PORT));
-        let announced = &mut self.announced;
-        // The slot the server means by `node`: as it named the player, else where it is now.
-        let slot_named = |session: &Session, announced: &[(u8, Node)], node: Option<Node>| {
-            let node = node?;
-            announced
-                .iter()
-                .find(|(_, n)| node_eq(n, &node))
-                .map(|(slot, _)| *slot)
-                .or_else(|| session.slot_at(&node))
-        };
+        }
+        self.held.push(update);
+        self.take_held_updates(now);
+    }
+
+    /// Apply the held player-list lines that may go now, in order: a `remove ip:` waits while
+    /// its player is still seated (the relay's RE_VACATED, behind the player's last events,
+    /// has not come), at most `held_updates::DEPARTURE_WAIT`.
+    fn take_held_updates(&mut self, now: Instant) {
+        loop {
+            let front_waits = match self.held.front() {
+                None => return,
+                Some(Update::Remove { ip, port }) => {
+                    let slot = self.slot_named(ip, *port);
+                    let session = self.session.as_ref();
+                    slot.is_some_and(|slot| {
+                        session.is_some_and(|s| s.players().get(slot).is_some())
+                    })
+                }
+                Some(_) => false,
+            };
+            let Some(update) = self.held.next(now, front_waits) else {
+                return;
+            };
+            self.take_update(now, update);
+        }
+    }
+
+    fn take_update(&mut self, now: Instant, update: Update) {
+        if self.session.is_none() {
+            return;
+        }
         match update {
             Update::Add {
                 ip,
@@ -431,13 +478,17 @@ impl ServerClient {
                 port,
                 token,
             } => {
-                let (Some(node), Ok(name)) = (node_of(&ip, port), PlayerName::new(name.as_bytes()))
+                let (Some(node), Ok(name)) =
+                    (self.node_named(&ip, port), PlayerName::new(name.as_bytes()))
                 else {
                     self.stats.lines_not_understood += 1;
                     return;
                 };
-                announced.retain(|(s, _)| *s != slot);
-                announced.push((slot, node));
+                self.announced.retain(|(s, _)| *s != slot);
+                self.announced.push((slot, node));
+                let Some(session) = self.session.as_mut() else {
+                    return;
+                };
                 // The same player again at another address: the gameserver followed it there.
                 let moved = self.kind == ProtocolKind::GameServer
                     && session.player_moved(slot, token.unwrap_or(0), node);
@@ -446,14 +497,20 @@ impl ServerClient {
                 }
             }
             Update::Remove { ip, port } => {
-                if let Some(slot) = slot_named(session, announced, node_of(&ip, port)) {
-                    announced.retain(|(s, _)| *s != slot);
-                    session.remove_player(slot, "left the server");
+                if let Some(slot) = self.slot_named(&ip, port) {
+                    self.announced.retain(|(s, _)| *s != slot);
+                    if let Some(session) = self.session.as_mut() {
+                        session.remove_player(slot, "left the server");
+                    }
                 }
             }
             Update::Name { ip, name, port } => {
-                let found = slot_named(session, announced, node_of(&ip, port));
-                if let (Some(slot), Ok(name)) = (found, PlayerName::new(name.as_bytes())) {
+                let found = self.slot_named(&ip, port);
+                if let (Some(slot), Ok(name), Some(session)) = (
+                    found,
+                    PlayerName::new(name.as_bytes()),
+                    self.session.as_mut(),
+                ) {
                     session.rename_player(slot, name);
                 }
             }
@@ -487,7 +544,7 @@ impl ServerClient {
                 }
             }
             Phase::Joined => match parse_update(&line) {
-                Some(update) => self.take_update(now, update),
+                Some(update) => self.queue_update(now, update),
                 None if line == text::NEW_NAME_ACCEPTED => {
                     if let Some(session) = self.session.as_mut() {
                         self.renames.accepted(session);
@@ -629,6 +686,8 @@ impl ClientProtocol for ServerClient {
             Err(_) => self.stats.bad_packets += 1,
         }
         self.scratch = events;
+        // The relay's word that a player left may have come.
+        self.take_held_updates(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -657,6 +716,7 @@ impl ClientProtocol for ServerClient {
                 }
             }
             Phase::Joined => {
+                self.take_held_updates(now);
                 if let Some(session) = self.session.as_mut() {
                     let (_, server_silent) = session.handle_timeout(now);
                     if server_silent {
@@ -679,7 +739,13 @@ impl ClientProtocol for ServerClient {
                 let again = self.rejoin.and_then(|(at, _)| at);
                 Some(again.map_or(since + ANSWER_TIMEOUT, |at| at.min(since + ANSWER_TIMEOUT)))
             }
-            Phase::Joined => self.session.as_ref().and_then(Session::poll_timeout),
+            Phase::Joined => {
+                let session = self.session.as_ref().and_then(Session::poll_timeout);
+                match (session, self.held.deadline()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             _ => None,
         }
     }
@@ -699,6 +765,14 @@ impl ClientProtocol for ServerClient {
             ),
             ("packets rejected", self.stats.packets_rejected),
             ("bad packets", self.stats.bad_packets),
+            (
+                "departures told in band",
+                self.session
+                    .as_ref()
+                    .map_or(0, |s| s.stats().departures_in_band),
+            ),
+            ("departure lines that waited for it", self.held.waited),
+            ("departure lines taken without it", self.held.timed_out),
         ]
     }
 
@@ -763,6 +837,7 @@ impl ClientProtocol for ServerClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rmev::RemoteEvent;
 
     #[test]
     fn accepted_lines_parse_with_and_without_the_extension() {
@@ -1147,6 +1222,130 @@ mod tests {
         while client.poll_event().is_some() {}
         stream_commands(&mut client);
         (client, at)
+    }
+
+    /// The relay's packet to a seated client (`seated`: server token 5) relaying `events` from
+    /// `slot`, the `sequence`th on the link; the events' reliable ids from `first_id` on.
+    fn relayed(slot: u8, sequence: u32, first_id: u32, events: Vec<RemoteEvent>) -> Vec<u8> {
+        let header = crate::wire::PacketHeader {
+            kind: crate::wire::PacketType::GameState,
+            sender_slot: Some(slot),
+            joined: true,
+            sequence,
+            ack: None,
+            token: 5,
+        };
+        let events: Vec<WireEvent> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| WireEvent {
+                reliable_id: Some(first_id + i as u32),
+                event,
+            })
+            .collect();
+        let mut buf = [0u8; 1400];
+        let len = crate::wire::encode_packet(&mut buf, &header, None, &events).unwrap();
+        buf[..len].to_vec()
+    }
+
+    fn game_events(client: &mut ServerClient) -> Vec<GameEvent> {
+        std::iter::from_fn(|| client.poll_event()).collect()
+    }
+
+    fn departure_then_newcomer(client: &mut ServerClient, at: Instant) {
+        for line in [
+            "remove ip: 10.0.0.9 port: 7000",
+            "add ip: 10.0.0.10 name: iceman in 3 port: 7001 token: 11",
+        ] {
+            client.handle_stream(at, StreamEvent::Line(line.into()));
+        }
+    }
+
+    #[test]
+    fn a_gameserver_departure_line_waits_for_the_relays_word_at_most_the_departure_wait() {
+        use crate::protocol::held_updates::DEPARTURE_WAIT;
+        let (mut client, at) = seated();
+        departure_then_newcomer(&mut client, at);
+        // goose is still seated, and the newcomer's line waits behind its departure.
+        assert_eq!(game_events(&mut client), vec![]);
+        let later = at + DEPARTURE_WAIT - Duration::from_millis(1);
+        client.handle_timeout(later);
+        assert_eq!(game_events(&mut client), vec![]);
+        assert!(client.poll_timeout().unwrap() <= at + DEPARTURE_WAIT);
+        client.handle_timeout(at + DEPARTURE_WAIT);
+        let events = game_events(&mut client);
+        assert!(
+            matches!(
+                &events[..],
+                [
+                    GameEvent::PlayerDisconnected { slot: 3, .. },
+                    GameEvent::PlayerConnected { slot: 3, name }
+                ] if name.to_string() == "iceman"
+            ),
+            "{events:?}"
+        );
+        let counters = client.counters();
+        assert!(counters.contains(&("departure lines taken without it", 1)));
+    }
+
+    #[test]
+    fn the_relays_word_tells_the_departure_behind_the_players_events_and_frees_the_lines_after_it()
+    {
+        let (mut client, at) = seated();
+        departure_then_newcomer(&mut client, at);
+        let text =
+            |t: &str| RemoteEvent::SendText(crate::rmev::ChatText::new(t.as_bytes()).unwrap());
+        // A word about an earlier player of the slot than goose changes nothing.
+        let stale = relayed(3, 1, 1, vec![RemoteEvent::Vacated { told: 1234 }]);
+        client.handle_datagram(at, Node::default(), &stale);
+        assert_eq!(game_events(&mut client), vec![]);
+        // goose's last chat, then the relay's word that goose (told id 9) left.
+        let last = relayed(3, 2, 2, vec![text("bye"), RemoteEvent::Vacated { told: 9 }]);
+        client.handle_datagram(at, Node::default(), &last);
+        let events = game_events(&mut client);
+        assert!(
+            matches!(
+                &events[..],
+                [
+                    GameEvent::Remote { slot: 3, event },
+                    GameEvent::PlayerDisconnected { slot: 3, .. },
+                    GameEvent::PlayerConnected { slot: 3, name },
+                ] if *event == text("bye") && name.to_string() == "iceman"
+            ),
+            "{events:?}"
+        );
+        let counters = client.counters();
+        assert!(counters.contains(&("departures told in band", 1)));
+        assert!(counters.contains(&("departure lines that waited for it", 1)));
+        assert!(counters.contains(&("departure lines taken without it", 0)));
+    }
+
+    #[test]
+    fn a_slotserver_departure_line_is_taken_at_once() {
+        let (mut client, _) = answered(
+            ProtocolKind::SlotServer,
+            "join from maverick accepted, slot: 2, server name: s",
+        );
+        let at = Instant::now();
+        for line in [
+            "",
+            "",
+            "",
+            "",
+            "add ip: 10.0.0.9 name: goose in 3 port: 7000 token: 9",
+        ] {
+            client.handle_stream(at, StreamEvent::Line(line.into()));
+        }
+        game_events(&mut client);
+        client.handle_stream(
+            at,
+            StreamEvent::Line("remove ip: 10.0.0.9 port: 7000".into()),
+        );
+        let events = game_events(&mut client);
+        assert!(
+            matches!(&events[..], [GameEvent::PlayerDisconnected { slot: 3, .. }]),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -93,12 +93,18 @@ pub struct RelayStats {
     pub address_changes: u64,
     /// Packets from an unknown address claiming a client's slot, refused.
     pub impostors: u64,
+    /// Departures told in band (RE_VACATED queued towards each other client).
+    pub departures_told: u64,
+    /// RE_VACATED sent by a client (only the relay says it): dropped, never forwarded.
+    pub forged_departures: u64,
 }
 
 struct Client {
     slot: u8,
     addr: SocketAddr,
     token: u32,
+    /// The id the others' `add ip:` lines gave it (0: not known here), named when it leaves.
+    told: u32,
     link: Link,
     last_heard: Instant,
     last_sent: Option<Instant>,
@@ -277,8 +283,22 @@ impl RelayCore {
         });
     }
 
-    /// A player joined over TCP: expect its packets from `addr` signed with `token`.
+    /// A player joined over TCP: expect its packets from `addr` signed with `token`. The others
+    /// know it by no id here: its departure is told to them as whoever sits in `slot`.
     pub fn add_client(&mut self, now: Instant, slot: u8, addr: SocketAddr, token: u32) {
+        self.add_client_told(now, slot, addr, token, 0);
+    }
+
+    /// [`add_client`](Self::add_client) of a player the others' `add ip:` lines name by the id
+    /// `told`; its departure is told to them under that id (RE_VACATED).
+    pub fn add_client_told(
+        &mut self,
+        now: Instant,
+        slot: u8,
+        addr: SocketAddr,
+        token: u32,
+        told: u32,
+    ) {
         if usize::from(slot) >= self.clients.len() {
             return;
         }
@@ -310,6 +330,7 @@ impl RelayCore {
             slot,
             addr,
             token,
+            told,
             link,
             last_heard: now,
             last_sent: None,
@@ -330,13 +351,30 @@ impl RelayCore {
     /// A player left: forget it (what its link owed it is parked for its return); what it said
     /// that still waits in the others' burst buffers goes to their links now, before anyone
     /// else can sit in its slot.
+    ///
+    /// Behind those events each other client is told, in the same stream, that the player left
+    /// (RE_VACATED under the id its `add ip:` line gave): the server's TCP `remove ip:` line
+    /// may overtake what is still in flight on the UDP path (lost and sent again, or held for a
+    /// newcomer's hello), so clients take the departure from here.
     pub fn remove_client(&mut self, now: Instant, slot: u8) {
+        let Some(told) = self
+            .clients
+            .get(usize::from(slot))
+            .and_then(Option::as_ref)
+            .map(|c| c.told)
+        else {
+            return;
+        };
         self.retire(now, usize::from(slot));
         self.grid.remove(u16::from(slot));
+        self.serial += 1;
+        let departure = (slot, self.serial, RemoteEvent::Vacated { told });
         let mut due = std::mem::take(&mut self.due);
         for client in self.clients.iter_mut().flatten() {
             client.outbox.take_departed(slot, &mut due);
+            due.push(departure.clone());
             Self::queue_for(client, due.drain(..), self.config.link.max_queued);
+            self.stats.departures_told += 1;
         }
         self.due = due;
         self.pending_since.get_or_insert(now);
@@ -477,6 +515,14 @@ impl RelayCore {
                     if let Some(c) = self.clients[usize::from(origin)].as_mut() {
                         c.budget.set_rate(rate);
                     }
+                }
+                // Only the relay tells departures.
+                Delivery::Event {
+                    event: RemoteEvent::Vacated { .. },
+                    ..
+                } => {
+                    log::debug!("relay: slot {origin} sent RE_VACATED; dropped");
+                    self.stats.forged_departures += 1;
                 }
                 Delivery::Event { event, .. } => {
                     self.stats.events_in += 1;
@@ -861,7 +907,7 @@ impl RelayCore {
         let r = self.resume.stats();
         vec![
             format!(
-                "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}, duplicates {}, clients moved {}",
+                "relay: {} clients, packets in {} out {}, bad {}, unknown senders {}, wrong tokens {}, node-alive consumed {}, duplicates {}, clients moved {}, departures told {}, forged departures dropped {}",
                 self.client_count(),
                 s.packets_received,
                 s.packets_sent,
@@ -870,7 +916,9 @@ impl RelayCore {
                 s.wrong_tokens,
                 s.node_alive_consumed,
                 s.duplicates,
-                s.address_changes
+                s.address_changes,
+                s.departures_told,
+                s.forged_departures
             ),
             format!(
                 "forwarding: states in {} forwarded {} dropped as outdated {} filtered by distance {}; events in {} critical first {} others {}",

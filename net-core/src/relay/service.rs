@@ -29,7 +29,8 @@ impl UdpService for RelayService {
         match change {
             RosterChange::Joined(player) => {
                 let addr = SocketAddr::new(player.addr, player.game_port);
-                self.relay.add_client(now, player.slot, addr, player.token);
+                self.relay
+                    .add_client_told(now, player.slot, addr, player.token, player.told_token);
             }
             RosterChange::Left { slot, .. } => self.relay.remove_client(now, *slot),
             RosterChange::Renamed { .. } => {}

@@ -5,7 +5,9 @@
 //! (with its name) before anything it says. Bounded in count and time: an event whose sender is
 //! still unknown after [`EARLY_HOLD`] (or that is pushed out by a full buffer) is delivered
 //! anyway, since nothing accepted may be lost. Events of a slot whose player left a moment ago
-//! (late retransmissions) are not held: they belong to the departed player, not a newcomer.
+//! (late retransmissions) are not held: they belong to the departed player, not a newcomer;
+//! unless the relay said the departure in band (RE_VACATED): everything of the player came
+//! before that word, so what comes after it is the next occupant's and waits for its seat.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

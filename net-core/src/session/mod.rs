@@ -230,6 +230,8 @@ pub struct SessionStats {
     /// RE_RESUME hellos that named a live player (heard from its own node all along) as the
     /// sender's earlier session: that player was not removed (see `handle_resume`).
     pub earlier_claims_refused: u64,
+    /// Star: players removed on the relay's in-band word that they left (RE_VACATED).
+    pub departures_in_band: u64,
 }
 
 /// One remote node the session exchanges packets with.

@@ -140,6 +140,16 @@ impl Session {
                         }
                     }
                 }
+                // Star: the relay's word that the player in `origin` left, in order with what
+                // it said; a mesh player cannot tell another's departure.
+                Delivery::Event {
+                    origin: Some(origin),
+                    event: RemoteEvent::Vacated { told },
+                } => {
+                    if self.star {
+                        self.take_vacated(origin, told);
+                    }
+                }
                 Delivery::Event {
                     origin: Some(origin),
                     event,
@@ -163,6 +173,27 @@ impl Session {
         self.deliveries = deliveries;
         self.settle_claims(now);
         Ok(())
+    }
+
+    /// Star: the relay's word (RE_VACATED) that the player seated in `slot` under the id `told`
+    /// (its `add ip:` line's; 0: whoever sits there) left. Everything that player said came
+    /// before it, so the departure is told to the game here, and the server's `remove ip:`
+    /// line finds the slot empty. A word about an earlier occupant than the one seated changes
+    /// nothing. Events from the slot still waiting for a seat came before the word: they are
+    /// delivered now; what comes from the slot after it is the next occupant's and waits for
+    /// its `add ip:` line (`early`).
+    fn take_vacated(&mut self, slot: u8, told: u32) {
+        if let Some(player) = self.players.get(slot) {
+            if told != 0 && player.token != 0 && player.token != told {
+                log::debug!("session: slot {slot}'s departure word is about an earlier player");
+                return;
+            }
+            self.stats.departures_in_band += 1;
+            self.remove_player(slot, "left the server");
+        }
+        for event in self.early.seated(slot) {
+            self.apply_in_order(slot, event);
+        }
     }
 
     /// A packet from an unknown address: the player it claims to be moved there (NAT rebinding),

@@ -86,6 +86,7 @@ pub fn is_game_event(event: &RemoteEvent) -> bool {
             | RemoteEvent::ConnectQueue(_)
             | RemoteEvent::Resume(_)
             | RemoteEvent::Rate(_)
+            | RemoteEvent::Vacated { .. }
     )
 }
 

@@ -50,6 +50,7 @@ pub fn fixed_body_len(ty: EventType) -> Option<usize> {
         EventType::ParticleObject => Some(14),
         EventType::PlayerStatus => Some(2),
         EventType::Rate => Some(4),
+        EventType::Vacated => Some(4),
         EventType::SendText
         | EventType::PlayerName
         | EventType::PlayerList
@@ -185,7 +186,10 @@ pub fn validate_parts(reliable_id: Option<u32>, event: &RemoteEvent) -> Result<(
         {
             Err(EncodeError::ZeroToken)
         }
-        RemoteEvent::PlayerStatus { .. } | RemoteEvent::Resume(_) | RemoteEvent::Rate(_) => Ok(()),
+        RemoteEvent::PlayerStatus { .. }
+        | RemoteEvent::Resume(_)
+        | RemoteEvent::Rate(_)
+        | RemoteEvent::Vacated { .. } => Ok(()),
         RemoteEvent::PlayerList(entries) => {
             entry_count(entries.len())?;
             let mut seen = 0u32;
@@ -347,6 +351,7 @@ fn write_body(w: &mut Writer<'_>, event: &RemoteEvent) -> Result<(), EncodeError
         }
         RemoteEvent::Resume(ResumeStep::Done) => w.u8(RESUME_DONE),
         RemoteEvent::Rate(rate) => w.u32(*rate),
+        RemoteEvent::Vacated { told } => w.u32(*told),
         RemoteEvent::PlayerList(entries) => {
             w.u8(u8::try_from(entries.len()).map_err(|_| EncodeError::BadCount(entries.len()))?)?;
             for e in entries {
@@ -581,6 +586,7 @@ fn read_body(
             }
         }
         EventType::Rate => RemoteEvent::Rate(r.u32()?),
+        EventType::Vacated => RemoteEvent::Vacated { told: r.u32()? },
         EventType::PlayerList => {
             let count = read_count(r)?;
             let mut entries = Vec::with_capacity(count);
