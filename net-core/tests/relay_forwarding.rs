@@ -781,3 +781,69 @@ fn a_departure_names_the_id_the_others_know_the_player_by_and_a_forged_one_is_dr
     );
     assert_eq!(relay.stats().departures_told, 1);
 }
+
+#[test]
+fn a_departure_not_yet_acknowledged_is_carried_to_the_clients_next_session_behind_the_events() {
+    let now = Instant::now();
+    let mut relay = relay(0.0, &[0, 1], now);
+    let mut a = greeted(&mut relay, 0, now);
+    let _b = greeted(&mut relay, 1, now);
+    relay.handle_timeout(now);
+    // A says goodbye and leaves; B gets neither the text nor the departure (its packets are
+    // lost), then B switches backend: its old link is parked with both.
+    let p = a.packet(now, PacketType::GameState, None, vec![text("bye")]);
+    relay.handle_datagram(now, addr(0), &p);
+    relay.handle_timeout(now + Duration::from_millis(30));
+    relay.remove_client(now, 0);
+    relay.handle_timeout(now + Duration::from_millis(40));
+    while relay.poll_transmit(now, &mut [0u8; 1400]).is_some() {}
+    relay.remove_client(now, 1);
+    // B comes back under a new token in slot 3 and has delivered nothing of the old link.
+    let later = now + Duration::from_millis(100);
+    let back_at = SocketAddr::from(([127, 0, 0, 1], 7100));
+    relay.add_client(later, 3, back_at, 0xB2);
+    let mut back = Link::new(LinkConfig::default());
+    for event in [
+        RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([token(1)]))),
+        RemoteEvent::Resume(ResumeStep::Answer {
+            yours: SERVER_TOKEN,
+            mine: token(1),
+            delivered: 0,
+        }),
+        RemoteEvent::Resume(ResumeStep::Done),
+    ] {
+        back.queue_event(event);
+        let meta = PacketMeta {
+            kind: PacketType::NodeAlive,
+            sender_slot: Some(3),
+            joined: true,
+            token: 0xB2,
+            relay: false,
+        };
+        let mut buf = [0u8; 1400];
+        let len = back.write_packet(later, &mut buf, meta, None).unwrap();
+        relay.handle_datagram(later, back_at, &buf[..len]);
+    }
+    relay.handle_timeout(later + Duration::from_millis(30));
+    let mut buf = [0u8; 1400];
+    let mut carried = Vec::new();
+    while let Some((to, len)) = relay.poll_transmit(later, &mut buf) {
+        if to != back_at {
+            continue;
+        }
+        let mut events = Vec::new();
+        let packet = decode_packet(&buf[..len], &mut events).unwrap();
+        for e in events {
+            if packet.header.sender_slot == Some(0) {
+                carried.push(e.event);
+            }
+        }
+    }
+    assert_eq!(carried, [text("bye"), RemoteEvent::Vacated { told: 0 }]);
+    assert_eq!(
+        relay.resume_stats().resumed,
+        1,
+        "{:?}",
+        relay.resume_stats()
+    );
+}

@@ -1209,8 +1209,16 @@ mod tests {
     /// so far taken).
     fn seated() -> (ServerClient, Instant) {
         let (mut client, at) = joining();
+        let accepted = "join from maverick accepted, slot: 2, server name: s udp: 6522 token: 5";
+        client.handle_stream(at, StreamEvent::Line(accepted.into()));
+        meet_goose(&mut client, at);
+        stream_commands(&mut client);
+        (client, at)
+    }
+
+    /// The four message lines after an accepted join, then "goose" in slot 3 (the events taken).
+    fn meet_goose(client: &mut ServerClient, at: Instant) {
         for line in [
-            "join from maverick accepted, slot: 2, server name: s udp: 6522 token: 5",
             "",
             "",
             "",
@@ -1220,8 +1228,6 @@ mod tests {
             client.handle_stream(at, StreamEvent::Line(line.into()));
         }
         while client.poll_event().is_some() {}
-        stream_commands(&mut client);
-        (client, at)
     }
 
     /// The relay's packet to a seated client (`seated`: server token 5) relaying `events` from
@@ -1327,16 +1333,7 @@ mod tests {
             "join from maverick accepted, slot: 2, server name: s",
         );
         let at = Instant::now();
-        for line in [
-            "",
-            "",
-            "",
-            "",
-            "add ip: 10.0.0.9 name: goose in 3 port: 7000 token: 9",
-        ] {
-            client.handle_stream(at, StreamEvent::Line(line.into()));
-        }
-        game_events(&mut client);
+        meet_goose(&mut client, at);
         client.handle_stream(
             at,
             StreamEvent::Line("remove ip: 10.0.0.9 port: 7000".into()),

@@ -257,7 +257,12 @@ impl RelayCore {
         let outgoing: Vec<(u32, Relayed)> = stream
             .into_iter()
             .filter_map(|(id, origin, serial, event)| Some((id, (origin?, serial, event))))
-            .filter(|(_, (_, serial, event))| *serial != 0 && is_game_event(event))
+            // Departures too: the client's next session may get the leaver's last events
+            // carried over, and the word behind them says that they are all.
+            .filter(|(_, (_, serial, event))| {
+                *serial != 0
+                    && (is_game_event(event) || matches!(event, RemoteEvent::Vacated { .. }))
+            })
             .collect();
         let ip = client.addr.ip();
         // A newcomer from the same host still awaiting its hello may be this client coming
