@@ -453,9 +453,19 @@ impl ServerClient {
                 Some(Update::Remove { ip, port }) => {
                     let slot = self.slot_named(ip, *port);
                     let session = self.session.as_ref();
-                    slot.is_some_and(|slot| {
-                        session.is_some_and(|s| s.players().get(slot).is_some())
-                    })
+                    // Still seated, and the relay's word did not come before its lines did.
+                    let seated = slot.filter(|slot| {
+                        session.is_some_and(|s| {
+                            s.players().get(*slot).is_some() && !s.left_in_band(*slot)
+                        })
+                    });
+                    if let (Some(slot), None) = (seated, self.held.deadline()) {
+                        log::debug!(
+                            "gameserver: 'remove ip: {ip}' waits for the relay's word that the \
+                             player in slot {slot} left"
+                        );
+                    }
+                    seated.is_some()
                 }
                 Some(_) => false,
             };
@@ -1324,6 +1334,54 @@ mod tests {
         assert!(counters.contains(&("departures told in band", 1)));
         assert!(counters.contains(&("departure lines that waited for it", 1)));
         assert!(counters.contains(&("departure lines taken without it", 0)));
+    }
+
+    #[test]
+    fn a_departure_word_before_the_players_lines_gives_it_its_events_and_the_next_one_the_rest() {
+        // A client that was stopped reads its datagrams before its TCP lines: the relay's word
+        // that goose left comes before the line that seats it.
+        let (mut client, at) = joining();
+        let accepted = "join from maverick accepted, slot: 2, server name: s udp: 6522 token: 5";
+        for line in [accepted, "", "", "", ""] {
+            client.handle_stream(at, StreamEvent::Line(line.into()));
+        }
+        game_events(&mut client);
+        let text =
+            |t: &str| RemoteEvent::SendText(crate::rmev::ChatText::new(t.as_bytes()).unwrap());
+        let goose = relayed(3, 1, 1, vec![text("bye"), RemoteEvent::Vacated { told: 9 }]);
+        client.handle_datagram(at, Node::default(), &goose);
+        let next = relayed(3, 2, 3, vec![text("hi")]);
+        client.handle_datagram(at, Node::default(), &next);
+        assert_eq!(
+            game_events(&mut client),
+            vec![],
+            "both wait for their players"
+        );
+        for line in [
+            "add ip: 10.0.0.9 name: goose in 3 port: 7000 token: 9",
+            "remove ip: 10.0.0.9 port: 7000",
+            "add ip: 10.0.0.9 name: iceman in 3 port: 7000 token: 11",
+        ] {
+            client.handle_stream(at, StreamEvent::Line(line.into()));
+        }
+        let events = game_events(&mut client);
+        assert!(
+            matches!(
+                &events[..],
+                [
+                    GameEvent::PlayerConnected { slot: 3, name: first },
+                    GameEvent::Remote { slot: 3, event: bye },
+                    GameEvent::PlayerDisconnected { slot: 3, .. },
+                    GameEvent::PlayerConnected { slot: 3, name: second },
+                    GameEvent::Remote { slot: 3, event: hi },
+                ] if first.to_string() == "goose" && *bye == text("bye")
+                    && second.to_string() == "iceman" && *hi == text("hi")
+            ),
+            "{events:?}"
+        );
+        assert!(client
+            .counters()
+            .contains(&("departure lines taken without it", 0)));
     }
 
     #[test]

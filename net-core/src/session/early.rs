@@ -8,6 +8,9 @@
 //! (late retransmissions) are not held: they belong to the departed player, not a newcomer;
 //! unless the relay said the departure in band (RE_VACATED): everything of the player came
 //! before that word, so what comes after it is the next occupant's and waits for its seat.
+//! The word can even come before the player's `add ip:` line (a client that was stopped reads
+//! its datagrams before its TCP lines): what waits for the slot then is marked as that player's
+//! and goes to it alone, once it is seated, and what comes after waits for the next occupant.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -21,10 +24,14 @@ pub const EARLY_MAX_EVENTS: usize = 1024;
 /// A slot counts as "just left" for this long after its player was removed.
 const DEPARTED_GRACE: Duration = Duration::from_secs(10);
 
+/// One waiting event: its slot, the event, since when it waits, and the id of the player the
+/// relay said left that slot after it (None: not known yet).
+type Waiting = (u8, RemoteEvent, Instant, Option<u32>);
+
 /// The waiting events and the recently vacated slots.
 #[derive(Default)]
 pub struct EarlyEvents {
-    waiting: VecDeque<(u8, RemoteEvent, Instant)>,
+    waiting: VecDeque<Waiting>,
     /// Slots whose player left, and when (None: stamped by the next `advance`).
     departed: Vec<(u8, Option<Instant>)>,
     /// Events that waited here at all.
@@ -52,27 +59,55 @@ impl EarlyEvents {
         self.held += 1;
         let overflow = if self.waiting.len() >= EARLY_MAX_EVENTS {
             self.released_unknown += 1;
-            self.waiting.pop_front().map(|(s, e, _)| (s, e))
+            self.waiting.pop_front().map(|(s, e, _, _)| (s, e))
         } else {
             None
         };
-        self.waiting.push_back((slot, event, now));
+        self.waiting.push_back((slot, event, now, None));
         overflow
     }
 
-    /// The player in `slot` was seated: its waiting events, in arrival order.
-    pub fn seated(&mut self, slot: u8) -> Vec<RemoteEvent> {
+    /// The player `token` (its id in the server's lines; 0: not known) was seated in `slot`: its
+    /// waiting events, in arrival order. When the relay said that this very player left (before
+    /// its line came), only what came before that word is its; else whatever waits unmarked.
+    pub fn seated(&mut self, slot: u8, token: u32) -> Vec<RemoteEvent> {
         self.departed.retain(|&(s, _)| s != slot);
-        let mut mine = Vec::new();
-        self.waiting.retain(|(s, e, _)| {
-            if *s == slot {
-                mine.push(e.clone());
+        let left_already = token != 0
+            && self
+                .waiting
+                .iter()
+                .any(|(s, _, _, owner)| *s == slot && *owner == Some(token));
+        let mut taken = Vec::new();
+        self.waiting.retain(|(s, e, _, owner)| {
+            let mine = match owner {
+                Some(owner) => left_already && *owner == token,
+                None => !left_already,
+            };
+            if *s == slot && mine {
+                taken.push(e.clone());
                 false
             } else {
                 true
             }
         });
-        mine
+        taken
+    }
+
+    /// The relay said the player `told` left `slot` (RE_VACATED; 0: whoever sat there): the
+    /// slot is not one whose player just left (what comes from it now is the next occupant's,
+    /// and waits for its seat). What waits for the slot came before the word: it is marked as
+    /// `told`'s, for that player's seat; without an id it is handed back to be delivered now.
+    pub fn vacated(&mut self, slot: u8, told: u32) -> Vec<RemoteEvent> {
+        self.departed.retain(|&(s, _)| s != slot);
+        if told == 0 {
+            return self.seated(slot, 0);
+        }
+        for (s, _, _, owner) in &mut self.waiting {
+            if *s == slot && owner.is_none() {
+                *owner = Some(told);
+            }
+        }
+        Vec::new()
     }
 
     /// The player in `slot` left (just now: the next [`EarlyEvents::advance`] stamps the time).
@@ -109,11 +144,11 @@ impl EarlyEvents {
     /// Events that waited [`EARLY_HOLD`] without their player being seated, oldest first.
     pub fn expired(&mut self, now: Instant) -> Vec<(u8, RemoteEvent)> {
         let mut out = Vec::new();
-        while let Some((_, _, since)) = self.waiting.front() {
+        while let Some((_, _, since, _)) = self.waiting.front() {
             if now.saturating_duration_since(*since) < EARLY_HOLD {
                 break;
             }
-            if let Some((slot, event, _)) = self.waiting.pop_front() {
+            if let Some((slot, event, _, _)) = self.waiting.pop_front() {
                 self.released_unknown += 1;
                 out.push((slot, event));
             }
@@ -127,7 +162,7 @@ impl EarlyEvents {
         self.released_unknown += self.waiting.len() as u64;
         self.waiting
             .drain(..)
-            .map(|(slot, event, _)| (slot, event))
+            .map(|(slot, event, _, _)| (slot, event))
             .collect()
     }
 
@@ -135,7 +170,7 @@ impl EarlyEvents {
     pub fn next_expiry(&self) -> Option<Instant> {
         self.waiting
             .front()
-            .map(|(_, _, since)| *since + EARLY_HOLD)
+            .map(|(_, _, since, _)| *since + EARLY_HOLD)
     }
 
     /// How many events wait now.
@@ -169,7 +204,7 @@ pub(crate) mod tests {
         assert!(early.push(3, text(1), now).is_none());
         assert!(early.push(4, text(2), now).is_none());
         assert!(early.push(3, text(3), now).is_none());
-        assert_eq!(early.seated(3), vec![text(1), text(3)]);
+        assert_eq!(early.seated(3, 77), vec![text(1), text(3)]);
         assert_eq!(early.len(), 1);
         assert_eq!(early.expired(now + EARLY_HOLD), vec![(4, text(2))]);
         assert_eq!(early.released_unknown, 1);
@@ -178,6 +213,30 @@ pub(crate) mod tests {
         early.push(8, text(5), now);
         assert_eq!(early.take_all(), vec![(7, text(4)), (8, text(5))]);
         assert_eq!(early.released_unknown, 3);
+        assert!(early.is_empty());
+    }
+
+    #[test]
+    fn what_came_before_a_players_departure_word_is_its_alone_and_the_rest_waits_for_the_next() {
+        let now = Instant::now();
+        let mut early = EarlyEvents::default();
+        early.push(3, text(1), now);
+        early.push(3, text(2), now);
+        early.departed(3);
+        // The relay says player 77 left slot 3, before its `add ip:` line came.
+        early.vacated(3, 77);
+        assert!(early.should_hold(3, now), "the next occupant's events wait");
+        early.push(3, text(3), now);
+        // Another player seated there is not given 77's events, only what came after.
+        let mut other = EarlyEvents::default();
+        other.push(3, text(1), now);
+        other.vacated(3, 77);
+        other.push(3, text(3), now);
+        assert_eq!(other.seated(3, 88), vec![text(3)]);
+        assert_eq!(other.len(), 1);
+        // 77 itself, seated late, gets its own; the next occupant the rest.
+        assert_eq!(early.seated(3, 77), vec![text(1), text(2)]);
+        assert_eq!(early.seated(3, 88), vec![text(3)]);
         assert!(early.is_empty());
     }
 

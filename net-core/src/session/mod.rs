@@ -142,6 +142,8 @@ const MAX_RETIRED_TOKENS: usize = 64;
 
 /// Most state updates kept for a tap that is not read.
 const STATE_TAP_LIMIT: usize = 4096;
+/// Star: how many ids of players the relay said left a session keeps (`left_in_band`).
+const VACATED_KEPT: usize = 64;
 
 /// How two nodes are compared for equality (the backend's comparison).
 pub type NodeEq = Arc<dyn Fn(&Node, &Node) -> bool + Send + Sync>;
@@ -321,6 +323,8 @@ pub struct Session {
     retired_tokens: VecDeque<u32>,
     /// Star: relayed events of players the client does not know yet (see `early`).
     early: EarlyEvents,
+    /// Star: the ids of the latest players the relay said left (RE_VACATED), newest last.
+    vacated_in_band: VecDeque<u32>,
     /// Slot and game servers: the others' names come only from the server's lines (see
     /// `take_names_from_server`).
     names_from_server: bool,
@@ -413,6 +417,7 @@ impl Session {
             game_event_serial: 0,
             retired_tokens: VecDeque::new(),
             early: EarlyEvents::default(),
+            vacated_in_band: VecDeque::new(),
             names_from_server: false,
             name_order: name_order::NameOrder::default(),
             rename_holds: VecDeque::new(),

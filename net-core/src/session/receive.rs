@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    may_rebind, name_order, Delivery, GameEvent, PacketVerdict, Rejection, Session, STATE_TAP_LIMIT,
+    may_rebind, name_order, Delivery, GameEvent, PacketVerdict, Rejection, Session,
+    STATE_TAP_LIMIT, VACATED_KEPT,
 };
 use crate::rmev::RemoteEvent;
 use crate::wire::{DecodedPacket, WireEvent};
@@ -178,22 +179,42 @@ impl Session {
     /// Star: the relay's word (RE_VACATED) that the player seated in `slot` under the id `told`
     /// (its `add ip:` line's; 0: whoever sits there) left. Everything that player said came
     /// before it, so the departure is told to the game here, and the server's `remove ip:`
-    /// line finds the slot empty. A word about an earlier occupant than the one seated changes
-    /// nothing. Events from the slot still waiting for a seat came before the word: they are
-    /// delivered now; what comes from the slot after it is the next occupant's and waits for
-    /// its `add ip:` line (`early`).
+    /// line finds the player gone. A word about an earlier occupant than the one seated changes
+    /// nothing. With nobody seated (the word came before the player's `add ip:` line), what
+    /// waits for the slot is that player's, and the player is removed as soon as its lines
+    /// have seated it (`left_in_band`). What comes from the slot after the word is the next
+    /// occupant's and waits for its `add ip:` line (`early`).
     fn take_vacated(&mut self, slot: u8, told: u32) {
-        if let Some(player) = self.players.get(slot) {
-            if told != 0 && player.token != 0 && player.token != told {
-                log::debug!("session: slot {slot}'s departure word is about an earlier player");
-                return;
+        if told != 0 {
+            if self.vacated_in_band.len() >= VACATED_KEPT {
+                self.vacated_in_band.pop_front();
             }
-            self.stats.departures_in_band += 1;
-            self.remove_player(slot, "left the server");
+            self.vacated_in_band.push_back(told);
         }
-        for event in self.early.seated(slot) {
+        match self.players.get(slot) {
+            Some(player) if told != 0 && player.token != 0 && player.token != told => {
+                log::debug!("session: slot {slot}'s departure word is about an earlier player");
+            }
+            Some(_) => {
+                log::debug!("session: the relay says the player in slot {slot} left");
+                self.stats.departures_in_band += 1;
+                self.remove_player(slot, "left the server");
+            }
+            None => log::debug!(
+                "session: the relay says the player in slot {slot} left before its line came"
+            ),
+        }
+        for event in self.early.vacated(slot, told) {
             self.apply_in_order(slot, event);
         }
+    }
+
+    /// Star: whether the relay said that the player seated in `slot` left (RE_VACATED came
+    /// before the server's lines seated it).
+    pub fn left_in_band(&self, slot: u8) -> bool {
+        self.players
+            .get(slot)
+            .is_some_and(|player| player.token != 0 && self.vacated_in_band.contains(&player.token))
     }
 
     /// A packet from an unknown address: the player it claims to be moved there (NAT rebinding),

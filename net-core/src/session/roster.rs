@@ -49,7 +49,7 @@ impl Session {
                 if held.name != name {
                     self.rename_player(slot, name);
                 }
-                for event in self.early.seated(slot) {
+                for event in self.early.seated(slot, token) {
                     self.apply_remote_event(slot, event);
                 }
                 return;
@@ -128,7 +128,7 @@ impl Session {
         if joined {
             self.events.push_back(GameEvent::PlayerJoined { slot });
         }
-        for event in self.early.seated(slot) {
+        for event in self.early.seated(slot, token) {
             self.apply_remote_event(slot, event);
         }
     }
