@@ -65,6 +65,39 @@ fn missile(id: u32) -> RemoteEvent {
     }
 }
 
+/// A client coming back under a new token at a new address: its own link, one event a packet.
+struct Returning {
+    link: Link,
+    slot: u8,
+    token: u32,
+    at: SocketAddr,
+}
+
+impl Returning {
+    fn new(slot: u8, token: u32, at: SocketAddr) -> Returning {
+        Returning {
+            link: Link::new(LinkConfig::default()),
+            slot,
+            token,
+            at,
+        }
+    }
+
+    fn send(&mut self, relay: &mut RelayCore, now: Instant, event: RemoteEvent) {
+        self.link.queue_event(event);
+        let meta = PacketMeta {
+            kind: PacketType::NodeAlive,
+            sender_slot: Some(self.slot),
+            joined: true,
+            token: self.token,
+            relay: false,
+        };
+        let mut buf = [0u8; 1400];
+        let len = self.link.write_packet(now, &mut buf, meta, None).unwrap();
+        relay.handle_datagram(now, self.at, &buf[..len]);
+    }
+}
+
 /// Everything the relay sends to `slot` now, decoded by that client.
 fn drain_to(relay: &mut RelayCore, client: &mut Client, now: Instant) -> Vec<Vec<Delivery>> {
     let mut packets = Vec::new();
@@ -487,27 +520,14 @@ fn a_client_coming_back_in_another_slot_is_never_sent_the_events_of_that_slots_e
     let later = now + Duration::from_millis(100);
     let back_at = SocketAddr::from(([127, 0, 0, 1], 7100));
     relay.add_client(later, 2, back_at, 0xB2);
-    let mut back = Link::new(LinkConfig::default());
-    let send = |relay: &mut RelayCore, link: &mut Link, event: RemoteEvent| {
-        link.queue_event(event);
-        let meta = PacketMeta {
-            kind: PacketType::NodeAlive,
-            sender_slot: Some(2),
-            joined: true,
-            token: 0xB2,
-            relay: false,
-        };
-        let mut buf = [0u8; 1400];
-        let len = link.write_packet(later, &mut buf, meta, None).unwrap();
-        relay.handle_datagram(later, back_at, &buf[..len]);
-    };
+    let mut back = Returning::new(2, 0xB2, back_at);
     let earlier = EarlierTokens::new([token(1)]);
-    send(
+    back.send(
         &mut relay,
-        &mut back,
+        later,
         RemoteEvent::Resume(ResumeStep::Hello(earlier)),
     );
-    send(&mut relay, &mut back, RemoteEvent::Resume(ResumeStep::Done));
+    back.send(&mut relay, later, RemoteEvent::Resume(ResumeStep::Done));
     relay.handle_timeout(later + Duration::from_millis(30));
     let mut buf = [0u8; 1400];
     let mut events = Vec::new();
@@ -802,7 +822,7 @@ fn a_departure_not_yet_acknowledged_is_carried_to_the_clients_next_session_behin
     let later = now + Duration::from_millis(100);
     let back_at = SocketAddr::from(([127, 0, 0, 1], 7100));
     relay.add_client(later, 3, back_at, 0xB2);
-    let mut back = Link::new(LinkConfig::default());
+    let mut back = Returning::new(3, 0xB2, back_at);
     for event in [
         RemoteEvent::Resume(ResumeStep::Hello(EarlierTokens::new([token(1)]))),
         RemoteEvent::Resume(ResumeStep::Answer {
@@ -812,17 +832,7 @@ fn a_departure_not_yet_acknowledged_is_carried_to_the_clients_next_session_behin
         }),
         RemoteEvent::Resume(ResumeStep::Done),
     ] {
-        back.queue_event(event);
-        let meta = PacketMeta {
-            kind: PacketType::NodeAlive,
-            sender_slot: Some(3),
-            joined: true,
-            token: 0xB2,
-            relay: false,
-        };
-        let mut buf = [0u8; 1400];
-        let len = back.write_packet(later, &mut buf, meta, None).unwrap();
-        relay.handle_datagram(later, back_at, &buf[..len]);
+        back.send(&mut relay, later, event);
     }
     relay.handle_timeout(later + Duration::from_millis(30));
     let mut buf = [0u8; 1400];
