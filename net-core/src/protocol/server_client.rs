@@ -749,13 +749,13 @@ impl ClientProtocol for ServerClient {
                 let again = self.rejoin.and_then(|(at, _)| at);
                 Some(again.map_or(since + ANSWER_TIMEOUT, |at| at.min(since + ANSWER_TIMEOUT)))
             }
-            Phase::Joined => {
-                let session = self.session.as_ref().and_then(Session::poll_timeout);
-                match (session, self.held.deadline()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
+            Phase::Joined => [
+                self.session.as_ref().and_then(Session::poll_timeout),
+                self.held.deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min(),
             _ => None,
         }
     }
