@@ -201,8 +201,8 @@ impl<S> Connections<S> {
         let overlong = fault == LineFault::Overlong;
         // A branch, not `+= u64::from(overlong)`: rustc 1.95 (LLVM 22.1) release builds dropped
         // that add once this was inlined into the masterserver's line handling, so overlong
-        // lines were refused and closed but never counted (net-core/tests/master_core.rs, run in
-        // release by tools/test.sh, catches it).
+        // lines were refused and closed but never counted (net-core/tests/master_core.rs, run
+        // with release code generation by tools/test.sh's `checked` profile, catches it).
         if overlong {
             self.overlong_lines += 1;
         }
