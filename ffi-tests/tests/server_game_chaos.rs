@@ -39,6 +39,9 @@
 //! `SERVER_GAME_CHAOS_FIRST=F SERVER_GAME_CHAOS_RUNS=R` searches seeds F..F+R,
 //! `SERVER_GAME_CHAOS_STEPS=N` sets the steps (default 40); see docs/fuzzing.md. The choices of
 //! a seed are replayed exactly; the timing of real processes still varies.
+//! `SERVER_GAME_CHAOS_SHOW_UNSEATED=1` prints each event a game got from a slot nobody was
+//! seated in, with its line in the game's output, and writes that output to the temporary
+//! directory.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -850,9 +853,24 @@ impl Chaos {
     fn finish(mut self) {
         let mut unseated = 0;
         let mut errors = Vec::new();
-        for v in self.check_streams() {
+        let show_unseated = std::env::var_os("SERVER_GAME_CHAOS_SHOW_UNSEATED").is_some();
+        for (v, p) in self.check_streams().into_iter().zip(&self.players) {
             unseated += v.unseated.len();
             errors.extend(v.errors);
+            if show_unseated && !v.unseated.is_empty() {
+                println!(
+                    "  {} got {} events from unseated slots:",
+                    p.name,
+                    v.unseated.len()
+                );
+                for at in &v.unseated {
+                    println!("    {at}");
+                }
+                let path = std::env::temp_dir()
+                    .join(format!("server_game_chaos-{}-{}.out", self.seed, p.name));
+                let _ = std::fs::write(&path, p.game.process.lines_from(0).join("\n"));
+                println!("    its whole output: {}", path.display());
+            }
         }
         let players = std::mem::take(&mut self.players);
         for p in players {
