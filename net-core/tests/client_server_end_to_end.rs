@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use net_core::relay::RelayConfig;
+use net_core::rmev::RemoteEvent;
 use net_core::session::GameEvent;
 use net_core::Subsystem;
 
@@ -626,6 +627,60 @@ fn a_name_a_server_cannot_take_is_refused_at_once_and_the_old_one_stays() {
             ["connected lou"],
             "{protocol}"
         );
+        drop(players);
+        drop(server);
+    }
+}
+
+/// Through a gameserver the server's `name ip:` line (TCP, sent at once) nearly always overtook
+/// the text the player said just before renaming (relayed over UDP, held a moment by the relay
+/// to batch it): the others saw the new name, then the text as if said under it (5 of 5 runs).
+#[test]
+fn a_text_said_before_a_rename_is_heard_before_it_through_either_server() {
+    for protocol in ["slotserver", "gameserver"] {
+        let (server, mut players) = two_seated_players_on(protocol, ["dee", "eve"]);
+        let dee = players[0].slot().unwrap();
+        for round in 0..2 {
+            let before = format!("said as dee, round {round}");
+            let after = format!("said as dora, round {round}");
+            console(&mut players[0].sub, &format!("say {before}"));
+            console(&mut players[0].sub, "name dora");
+            console(&mut players[0].sub, &format!("say {after}"));
+            assert!(
+                run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+                    .heard(&after)),
+                "{protocol}: {:?}",
+                players[1].events
+            );
+            console(&mut players[0].sub, "name dee");
+            assert!(run_frames(&mut players, Duration::from_secs(5), |ps| ps[1]
+                .sub
+                .player_name(dee)
+                .is_some_and(|n| n.to_string() == "dee")));
+            let heard: Vec<String> = players[1]
+                .events
+                .drain(..)
+                .filter(|e| e.slot() == Some(dee))
+                .filter_map(|e| match e {
+                    GameEvent::PlayerName { name, .. } => Some(format!("name {name}")),
+                    GameEvent::Remote {
+                        event: RemoteEvent::SendText(t),
+                        ..
+                    } => Some(format!("text {t}")),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                heard,
+                [
+                    format!("text {before}"),
+                    "name dora".to_string(),
+                    format!("text {after}"),
+                    "name dee".to_string()
+                ],
+                "{protocol}, round {round}"
+            );
+        }
         drop(players);
         drop(server);
     }

@@ -302,7 +302,8 @@ fn towards_bo(kind: ProtocolKind) -> usize {
 
 /// Two renames the server accepted at once; the others' lines come at once, while ann's
 /// packets towards bo are lost for a while, so her RE_PLAYERNAMEs arrive (retransmitted) well
-/// after the lines.
+/// after the lines. bo is shown each name where ann's stream reaches it (after what she said
+/// before renaming), so meanwhile it keeps the old one.
 fn lines_first_packets_late(kind: ProtocolKind) {
     let mut net = two_seated(kind);
     let mut seen = Vec::new();
@@ -316,9 +317,15 @@ fn lines_first_packets_late(kind: ProtocolKind) {
     run_watching(&mut net, Duration::from_millis(100), &mut seen);
     lines(&mut net, BO, &[name_line(ANN, "annie")]);
     run_watching(&mut net, Duration::from_millis(400), &mut seen);
+    assert_eq!(seen, ["ann"], "the lines' names wait for ann's stream");
     net.set_profile(towards_bo(kind), BO, LinkProfile::default());
     run_watching(&mut net, Duration::from_secs(3), &mut seen);
-    assert_eq!(seen, ["ann", "anna", "annie"], "ann's name at bo over time");
+    // Both renames may come in one packet, so the table can go from ann to annie at once; it
+    // never goes back.
+    assert!(
+        seen == ["ann", "anna", "annie"] || seen == ["ann", "annie"],
+        "ann's name at bo over time: {seen:?}"
+    );
     assert_eq!(
         heard_about_ann(&mut net),
         ["connected ann", "name anna", "name annie"]

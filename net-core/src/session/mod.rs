@@ -520,8 +520,8 @@ impl Session {
         for (slot, event) in self.early.take_all() {
             self.apply_remote_event(slot, event);
         }
-        for (slot, event) in self.name_order.take_all() {
-            self.apply_in_order(slot, event);
+        for (slot, step) in self.name_order.take_all() {
+            self.apply_name_step(slot, step);
         }
     }
 

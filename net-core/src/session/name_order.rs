@@ -2,16 +2,19 @@
 //! with the name in use, then each accepted `name ip:`), its other events over UDP. A renaming
 //! client holds the events it queues after the rename until the server answers, so its
 //! RE_PLAYERNAME marks the rename's place in its reliable stream (see `Session::ask_rename`).
-//! Here the receiving side keeps that place: when a player's RE_PLAYERNAME comes before the
-//! server's line with that name, the player's following events wait for the line, so the game
-//! sees the PLAYER_NAME before whatever the player queued after renaming. The name itself still
-//! comes from the line only (one ordered source: an older name never comes back), and a line
-//! that comes first is told at once (the name may then come before events queued before it).
+//! Here the receiving side keeps that place both ways, so the game sees a rename between what
+//! the player said before it and what it said after:
+//! - the player's RE_PLAYERNAME comes before the server's line with that name: the player's
+//!   following events wait for the line;
+//! - the line comes first (through a gameserver it nearly always does: the relay holds a text a
+//!   moment to batch it, the line goes at once): the game is shown the new name only when the
+//!   player's stream reaches its RE_PLAYERNAME, after what the player said before renaming.
 //!
-//! Every name a line gave and the player's stream has not reached yet is kept (`told`, the
-//! `add ip:` name first), so a RE_PLAYERNAME whose line came first (or a newcomer's greeting
-//! with the name `add ip:` gave) passes without waiting. Bounded: a wait longer than
-//! [`NAME_HOLD`] ends (the events go on, the name comes whenever its line does), and at most
+//! The name itself comes from the lines only (one ordered source: the server may refuse a name,
+//! and an older name never comes back). Every name a line gave that the player's stream has
+//! not reached yet is kept (`told`, the `add ip:` name first), with whether the game was shown
+//! it. Bounded: a wait longer than [`NAME_HOLD`] ends either way (the events go on; a line's
+//! name is shown), a departure shows what waited before the player leaves, and at most
 //! [`MAX_TOLD`] names are kept per player.
 
 use std::collections::VecDeque;
@@ -19,23 +22,34 @@ use std::time::{Duration, Instant};
 
 use crate::rmev::{PlayerName, RemoteEvent};
 
-/// How long a player's events wait for the server's line with the name it renamed itself to.
+/// How long a player's events wait for the server's line with the name it renamed itself to,
+/// and a line's name for the player's stream to reach it.
 pub const NAME_HOLD: Duration = Duration::from_secs(5);
 /// At most this many names told by lines are kept per player.
 const MAX_TOLD: usize = 32;
 /// At most this many events wait per player (then the wait ends).
 const MAX_WAITING: usize = 1024;
 
+/// A name a server's line gave.
+#[derive(Debug, Clone, Copy)]
+struct Told {
+    name: PlayerName,
+    /// The game was shown it (the seat's name, or a wait that ended).
+    shown: bool,
+}
+
 #[derive(Debug)]
 struct SlotNames {
     slot: u8,
     /// Names the server's lines gave that the player's stream has not reached yet, oldest
     /// first.
-    told: VecDeque<PlayerName>,
+    told: VecDeque<Told>,
     /// The player's events from a RE_PLAYERNAME not told yet on (that event first).
     waiting: VecDeque<RemoteEvent>,
-    /// When the wait began.
+    /// When the events' wait began.
     since: Option<Instant>,
+    /// Since when a line's name waits to be shown (some `told` entry is not shown).
+    line_since: Option<Instant>,
 }
 
 /// Per player: the names told by the server's lines, and the events waiting for one.
@@ -46,6 +60,10 @@ pub struct NameOrder {
     pub held: u64,
     /// Waits that ended without the server's line.
     pub timed_out: u64,
+    /// Lines whose name waited for the player's stream.
+    pub names_held: u64,
+    /// Line names shown without the player's stream reaching them in time.
+    pub names_timed_out: u64,
 }
 
 /// What to do with a player's event.
@@ -53,8 +71,19 @@ pub struct NameOrder {
 pub enum Gate {
     /// Apply it now.
     Pass(RemoteEvent),
+    /// The player's stream reached a name a line gave: show the game that name now.
+    Rename(PlayerName),
     /// It waits (nothing to do now).
     Held,
+}
+
+/// What the session does for a player, in order, when waits end.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// Show the game the player's new name.
+    Rename(PlayerName),
+    /// Apply the player's event.
+    Event(RemoteEvent),
 }
 
 impl NameOrder {
@@ -67,6 +96,7 @@ impl NameOrder {
             told: VecDeque::new(),
             waiting: VecDeque::new(),
             since: None,
+            line_since: None,
         });
         self.slots.last_mut().expect("just pushed")
     }
@@ -74,29 +104,44 @@ impl NameOrder {
     /// The player in `slot` was seated with `name` (the server's `add ip:` line).
     pub fn seated(&mut self, slot: u8, name: PlayerName) {
         self.slots.retain(|s| s.slot != slot);
-        self.entry(slot).told.push_back(name);
+        self.entry(slot).told.push_back(Told { name, shown: true });
     }
 
-    /// A server's line gave the player in `slot` the name `name` (now its `current` name).
-    /// Returns the waiting events that may go on now, in order, to be applied as they are.
-    pub fn line(&mut self, slot: u8, name: PlayerName, current: PlayerName) -> Vec<RemoteEvent> {
+    /// A server's line gave the player in `slot` the name `name`; the game shows `shown`.
+    /// Returns what may go on now, in order: the rename once the player's stream has reached
+    /// it, and the events that waited for it.
+    pub fn line(
+        &mut self,
+        slot: u8,
+        name: PlayerName,
+        shown: PlayerName,
+        now: Instant,
+    ) -> Vec<Step> {
         let entry = self.entry(slot);
         if entry.told.len() == MAX_TOLD {
             entry.told.pop_front();
         }
-        entry.told.push_back(name);
-        Self::release(entry, Some(current))
+        // Shown already only if it is the name the game has and nothing before it waits (a
+        // player that renamed and renamed back waits for both).
+        let already = name == shown && entry.told.iter().all(|t| t.shown);
+        entry.told.push_back(Told {
+            name,
+            shown: already,
+        });
+        let waiting_before = entry.line_since.is_some();
+        if !already && !waiting_before {
+            entry.line_since = Some(now);
+        }
+        let steps = Self::release(entry, Some(shown));
+        // Counted only when the stream has not reached the name yet.
+        let waits = !waiting_before && entry.line_since.is_some();
+        self.names_held += u64::from(waits);
+        steps
     }
 
-    /// An event from the seated player in `slot`, whose name is `current` now: pass it or keep
-    /// it waiting.
-    pub fn gate(
-        &mut self,
-        slot: u8,
-        event: RemoteEvent,
-        current: PlayerName,
-        now: Instant,
-    ) -> Gate {
+    /// An event from the seated player in `slot`, whose name the game shows as `shown`: pass
+    /// it, show a rename, or keep it waiting.
+    pub fn gate(&mut self, slot: u8, event: RemoteEvent, shown: PlayerName, now: Instant) -> Gate {
         let entry = self.entry(slot);
         if !entry.waiting.is_empty() {
             if entry.waiting.len() >= MAX_WAITING {
@@ -108,44 +153,58 @@ impl NameOrder {
             return Gate::Held;
         }
         match event {
-            RemoteEvent::PlayerName(name) if !Self::reached(entry, name, current) => {
-                entry.waiting.push_back(RemoteEvent::PlayerName(name));
-                entry.since = Some(now);
-                self.held += 1;
-                Gate::Held
-            }
+            RemoteEvent::PlayerName(name) => match Self::reached(entry, name, Some(shown)) {
+                Some(true) => Gate::Rename(name),
+                Some(false) => Gate::Pass(RemoteEvent::PlayerName(name)),
+                None => {
+                    entry.waiting.push_back(RemoteEvent::PlayerName(name));
+                    entry.since = Some(now);
+                    self.held += 1;
+                    Gate::Held
+                }
+            },
             event => Gate::Pass(event),
         }
     }
 
-    /// Whether the player's stream reaching the name `name` is already told: a line gave it
-    /// (forget the names up to it), or it is the name in use with no line pending.
-    fn reached(entry: &mut SlotNames, name: PlayerName, current: PlayerName) -> bool {
-        if let Some(i) = entry.told.iter().position(|n| *n == name) {
+    /// Whether the player's stream reaching the name `name` is told: a line gave it (the names
+    /// up to it are forgotten; Some(true) when the game was not shown it yet), or it is the
+    /// name shown with no line pending (Some(false)). None: it waits for a line. With `shown`
+    /// None the wait ends: a name no line gave is passed over.
+    fn reached(entry: &mut SlotNames, name: PlayerName, shown: Option<PlayerName>) -> Option<bool> {
+        if let Some(i) = entry.told.iter().position(|t| t.name == name) {
+            let show = !entry.told[i].shown;
             entry.told.drain(..=i);
-            return true;
+            if entry.told.iter().all(|t| t.shown) {
+                entry.line_since = None;
+            }
+            return Some(show);
         }
-        entry.told.is_empty() && name == current
+        match shown {
+            Some(shown) => (entry.told.is_empty() && name == shown).then_some(false),
+            None => Some(false),
+        }
     }
 
-    /// The waiting events of `entry` that may go on: up to the next RE_PLAYERNAME not told yet,
-    /// the player's name being `current` (all of them when `current` is None: the wait ends).
-    fn release(entry: &mut SlotNames, current: Option<PlayerName>) -> Vec<RemoteEvent> {
+    /// The waiting events of `entry` that may go on, with the renames among them: up to the
+    /// next RE_PLAYERNAME not told yet, the game showing `shown` (all of them when `shown` is
+    /// None: the wait ends).
+    fn release(entry: &mut SlotNames, mut shown: Option<PlayerName>) -> Vec<Step> {
         let mut out = Vec::new();
         while let Some(event) = entry.waiting.pop_front() {
             match event {
-                RemoteEvent::PlayerName(name) => {
-                    let told = match current {
-                        Some(current) => Self::reached(entry, name, current),
-                        None => true,
-                    };
-                    if !told {
+                RemoteEvent::PlayerName(name) => match Self::reached(entry, name, shown) {
+                    None => {
                         entry.waiting.push_front(RemoteEvent::PlayerName(name));
                         break;
                     }
-                    // The name itself comes from the lines: nothing for the game here.
-                }
-                event => out.push(event),
+                    Some(true) => {
+                        out.push(Step::Rename(name));
+                        shown = shown.map(|_| name);
+                    }
+                    Some(false) => {}
+                },
+                event => out.push(Step::Event(event)),
             }
         }
         if entry.waiting.is_empty() {
@@ -154,44 +213,67 @@ impl NameOrder {
         out
     }
 
-    /// The player in `slot` left (or moved): its waiting events, in order, to be applied before
-    /// the game hears it left; its names are forgotten.
-    pub fn departed(&mut self, slot: u8) -> Vec<RemoteEvent> {
+    /// Show the newest line name the game was not shown yet (the wait for the player's stream
+    /// ends): that name, if any.
+    fn show_told(entry: &mut SlotNames) -> Option<PlayerName> {
+        let last = entry.told.iter().rev().find(|t| !t.shown).map(|t| t.name);
+        for told in &mut entry.told {
+            told.shown = true;
+        }
+        entry.line_since = None;
+        last
+    }
+
+    /// End `entry`'s waits: the newest line name not shown yet, then every waiting event.
+    fn end_waits(entry: &mut SlotNames) -> Vec<Step> {
+        let mut out: Vec<Step> = Self::show_told(entry)
+            .map(Step::Rename)
+            .into_iter()
+            .collect();
+        out.extend(Self::release(entry, None));
+        out
+    }
+
+    /// The player in `slot` left (or moved): what waited, in order, to be shown before the
+    /// game hears it left; its names are forgotten.
+    pub fn departed(&mut self, slot: u8) -> Vec<Step> {
         let Some(i) = self.slots.iter().position(|s| s.slot == slot) else {
             return Vec::new();
         };
         let mut entry = self.slots.remove(i);
-        Self::release(&mut entry, None)
+        Self::end_waits(&mut entry)
     }
 
-    /// Waits that began [`NAME_HOLD`] ago or more end: their events, per slot, in order.
-    pub fn expired(&mut self, now: Instant) -> Vec<(u8, RemoteEvent)> {
+    /// Waits that began [`NAME_HOLD`] ago or more end: what they held, per slot, in order.
+    pub fn expired(&mut self, now: Instant) -> Vec<(u8, Step)> {
+        let due = |since: Option<Instant>| {
+            since.is_some_and(|since| now.saturating_duration_since(since) >= NAME_HOLD)
+        };
         let mut out = Vec::new();
         for entry in &mut self.slots {
-            if entry
-                .since
-                .is_some_and(|since| now.saturating_duration_since(since) >= NAME_HOLD)
-            {
+            let slot = entry.slot;
+            if due(entry.line_since) {
+                self.names_timed_out += 1;
+                out.extend(Self::show_told(entry).map(|name| (slot, Step::Rename(name))));
+            }
+            if due(entry.since) {
                 self.timed_out += 1;
                 out.extend(
                     Self::release(entry, None)
                         .into_iter()
-                        .map(|e| (entry.slot, e)),
+                        .map(|step| (slot, step)),
                 );
             }
         }
         out
     }
 
-    /// Every waiting event (the session ends).
-    pub fn take_all(&mut self) -> Vec<(u8, RemoteEvent)> {
+    /// Everything that waits (the session ends).
+    pub fn take_all(&mut self) -> Vec<(u8, Step)> {
         let mut out = Vec::new();
         for entry in &mut self.slots {
-            out.extend(
-                Self::release(entry, None)
-                    .into_iter()
-                    .map(|e| (entry.slot, e)),
-            );
+            let slot = entry.slot;
+            out.extend(Self::end_waits(entry).into_iter().map(|step| (slot, step)));
         }
         out
     }
@@ -200,7 +282,8 @@ impl NameOrder {
     pub fn next_expiry(&self) -> Option<Instant> {
         self.slots
             .iter()
-            .filter_map(|s| s.since)
+            .flat_map(|s| [s.since, s.line_since])
+            .flatten()
             .min()
             .map(|since| since + NAME_HOLD)
     }
@@ -292,32 +375,90 @@ mod tests {
             order.gate(4, text(9), name("bob"), now),
             Gate::Pass(text(9))
         );
-        assert_eq!(order.line(3, name("ace"), name("ace")), vec![text(2)]);
+        assert_eq!(
+            order.line(3, name("ace"), name("ann"), now),
+            vec![Step::Rename(name("ace")), Step::Event(text(2))]
+        );
         assert_eq!(
             order.gate(3, text(3), name("ace"), now),
             Gate::Pass(text(3))
         );
         assert_eq!(order.next_expiry(), None);
+        assert_eq!((order.names_held, order.held), (0, 2));
     }
 
+    /// Through a gameserver the line nearly always comes first (the relay batches a text for a
+    /// moment): the game used to be shown the new name before what the player said under the
+    /// old one.
     #[test]
-    fn a_line_that_came_first_lets_the_rename_pass_also_after_a_second_rename() {
+    fn a_line_that_came_first_is_shown_where_the_stream_reaches_the_rename() {
         let now = Instant::now();
         let mut order = NameOrder::default();
         order.seated(1, name("ann"));
-        assert!(order.line(1, name("ace"), name("ace")).is_empty());
-        assert!(order.line(1, name("ann"), name("ann")).is_empty());
-        for (n, current) in [("ace", "ann"), ("ann", "ann")] {
-            let event = RemoteEvent::PlayerName(name(n));
+        assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
+        assert_eq!(order.next_expiry(), Some(now + NAME_HOLD));
+        // Said before the rename: still under the old name.
+        assert_eq!(
+            order.gate(1, text(1), name("ann"), now),
+            Gate::Pass(text(1))
+        );
+        assert_eq!(
+            order.gate(1, RemoteEvent::PlayerName(name("ace")), name("ann"), now),
+            Gate::Rename(name("ace"))
+        );
+        assert_eq!(
+            order.gate(1, text(2), name("ace"), now),
+            Gate::Pass(text(2))
+        );
+        assert_eq!(order.next_expiry(), None);
+        assert_eq!(order.names_held, 1);
+    }
+
+    #[test]
+    fn a_rename_and_a_rename_back_that_came_first_are_both_shown_in_their_places() {
+        let now = Instant::now();
+        let mut order = NameOrder::default();
+        order.seated(1, name("ann"));
+        assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
+        assert!(order.line(1, name("ann"), name("ann"), now).is_empty());
+        for (n, shown) in [("ace", "ann"), ("ann", "ace")] {
             assert_eq!(
-                order.gate(1, event.clone(), name(current), now),
-                Gate::Pass(event)
+                order.gate(1, RemoteEvent::PlayerName(name(n)), name(shown), now),
+                Gate::Rename(name(n))
             );
         }
         assert_eq!(
             order.gate(1, text(1), name("ann"), now),
             Gate::Pass(text(1))
         );
+        assert_eq!(order.next_expiry(), None);
+    }
+
+    #[test]
+    fn a_line_whose_rename_the_stream_does_not_reach_is_shown_after_the_hold_or_at_departure() {
+        let now = Instant::now();
+        let mut order = NameOrder::default();
+        order.seated(1, name("ann"));
+        order.seated(2, name("bob"));
+        assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
+        assert!(order.line(2, name("bee"), name("bob"), now).is_empty());
+        assert_eq!(
+            order.departed(2),
+            vec![Step::Rename(name("bee"))],
+            "shown before the player leaves"
+        );
+        assert!(order.expired(now + Duration::from_secs(1)).is_empty());
+        assert_eq!(
+            order.expired(now + NAME_HOLD),
+            vec![(1, Step::Rename(name("ace")))]
+        );
+        assert_eq!(order.names_timed_out, 1);
+        // The stream's rename coming late shows nothing again, and holds nothing.
+        assert_eq!(
+            order.gate(1, RemoteEvent::PlayerName(name("ace")), name("ace"), now),
+            Gate::Pass(RemoteEvent::PlayerName(name("ace")))
+        );
+        assert_eq!(order.next_expiry(), None);
     }
 
     #[test]
@@ -332,9 +473,12 @@ mod tests {
             assert_eq!(order.gate(slot, text(slot), name("x"), now), Gate::Held);
         }
         assert_eq!(order.next_expiry(), Some(now + NAME_HOLD));
-        assert_eq!(order.departed(2), vec![text(2)]);
+        assert_eq!(order.departed(2), vec![Step::Event(text(2))]);
         assert!(order.expired(now + Duration::from_secs(1)).is_empty());
-        assert_eq!(order.expired(now + NAME_HOLD), vec![(1, text(1))]);
+        assert_eq!(
+            order.expired(now + NAME_HOLD),
+            vec![(1, Step::Event(text(1)))]
+        );
         assert_eq!(order.timed_out, 1);
         assert_eq!(
             order.gate(1, text(5), name("ann"), now),

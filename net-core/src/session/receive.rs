@@ -9,7 +9,7 @@ use super::{
     may_rebind, name_order, Delivery, GameEvent, PacketVerdict, Rejection, Session,
     STATE_TAP_LIMIT, VACATED_KEPT,
 };
-use crate::rmev::RemoteEvent;
+use crate::rmev::{PlayerName, RemoteEvent};
 use crate::wire::{DecodedPacket, WireEvent};
 use crate::Node;
 
@@ -275,19 +275,38 @@ impl Session {
     /// Through a slot or game server, the events a player sent after renaming itself wait
     /// for the server's line with the new name (`name_order`).
     pub fn apply_remote_event(&mut self, slot: u8, event: RemoteEvent) {
-        let current = self
+        let shown = self
             .players
             .get(slot)
             .filter(|_| self.names_from_server)
             .map(|p| p.name);
-        let event = match current {
-            Some(current) => match self.name_order.gate(slot, event, current, self.clock) {
+        let event = match shown {
+            Some(shown) => match self.name_order.gate(slot, event, shown, self.clock) {
                 name_order::Gate::Pass(event) => event,
+                name_order::Gate::Rename(name) => return self.show_name(slot, name),
                 name_order::Gate::Held => return,
             },
             None => event,
         };
         self.apply_in_order(slot, event);
+    }
+
+    /// What `name_order` lets go on for the player in `slot`: a rename to show, or an event.
+    pub(super) fn apply_name_step(&mut self, slot: u8, step: name_order::Step) {
+        match step {
+            name_order::Step::Rename(name) => self.show_name(slot, name),
+            name_order::Step::Event(event) => self.apply_in_order(slot, event),
+        }
+    }
+
+    /// Show the game the new name of the player in `slot` (PlayerName), if it is new.
+    pub(super) fn show_name(&mut self, slot: u8, name: PlayerName) {
+        if let Some(player) = self.players.get_mut(slot) {
+            if player.name != name {
+                player.name = name;
+                self.events.push_back(GameEvent::PlayerName { slot, name });
+            }
+        }
     }
 
     /// Apply a remote event from `slot` that is in its place.

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{GameEvent, Link, Player, Remote, Session, DISPLACED_KEEP, MAX_RETIRED_TOKENS};
+use super::{
+    name_order, GameEvent, Link, Player, Remote, Session, DISPLACED_KEEP, MAX_RETIRED_TOKENS,
+};
 use crate::rmev::{PlayerName, RemoteEvent, ShipState};
 use crate::Node;
 
@@ -118,8 +120,12 @@ impl Session {
             }
         }
         if self.names_from_server {
-            for event in self.name_order.departed(slot) {
-                self.apply_in_order(slot, event);
+            // Left over from an earlier occupant: its events, not its names (the slot's player
+            // is the new one now).
+            for step in self.name_order.departed(slot) {
+                if let name_order::Step::Event(event) = step {
+                    self.apply_in_order(slot, event);
+                }
             }
             self.name_order.seated(slot, name);
         }
@@ -218,9 +224,10 @@ impl Session {
     /// Empty `slot` as `remove_player` does, but hand back the player's link (mesh) instead of
     /// parking it.
     fn take_player(&mut self, slot: u8, reason: &str) -> Option<Remote> {
-        // What it said before leaving and still waited for a name comes first.
-        for event in self.name_order.departed(slot) {
-            self.apply_in_order(slot, event);
+        // What it said before leaving and still waited for a name comes first, and a name the
+        // server gave it that its stream had not reached.
+        for step in self.name_order.departed(slot) {
+            self.apply_name_step(slot, step);
         }
         let player = self.players.remove(slot)?;
         self.departures.push_back((slot, player.token, player.name));
@@ -275,8 +282,8 @@ impl Session {
         if to == self.my_slot || self.players.get(to).is_some() {
             return false;
         }
-        for event in self.name_order.departed(from) {
-            self.apply_in_order(from, event);
+        for step in self.name_order.departed(from) {
+            self.apply_name_step(from, step);
         }
         let Some(mut player) = self.players.remove(from) else {
             return false;
@@ -331,19 +338,18 @@ impl Session {
     }
 
     /// Update a remote player's name (a slot or game server's `name ip:` line); emits PlayerName
-    /// on change.
-    /// The player's events that waited for this name (see `name_order`) follow it.
+    /// on change. Through a server the game is shown it in its place among the player's events
+    /// (see `name_order`): once the player's stream reaches the rename, and the events that
+    /// waited for this name follow it.
     pub fn rename_player(&mut self, slot: u8, name: PlayerName) {
-        if let Some(player) = self.players.get_mut(slot) {
-            if player.name != name {
-                player.name = name;
-                self.events.push_back(GameEvent::PlayerName { slot, name });
-            }
-            if self.names_from_server {
-                for event in self.name_order.line(slot, name, name) {
-                    self.apply_in_order(slot, event);
-                }
-            }
+        let Some(shown) = self.players.get(slot).map(|player| player.name) else {
+            return;
+        };
+        if !self.names_from_server {
+            return self.show_name(slot, name);
+        }
+        for step in self.name_order.line(slot, name, shown, self.clock) {
+            self.apply_name_step(slot, step);
         }
     }
 }

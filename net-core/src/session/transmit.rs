@@ -254,11 +254,16 @@ impl Session {
                 log::warn!("session: {err}");
             }
         }
-        for (slot, event) in self.name_order.expired(now) {
-            log::warn!(
-                "session: slot {slot} renamed itself but the server's line did not come; delivering its events"
-            );
-            self.apply_in_order(slot, event);
+        for (slot, step) in self.name_order.expired(now) {
+            match &step {
+                name_order::Step::Event(_) => log::warn!(
+                    "session: slot {slot} renamed itself but the server's line did not come; delivering its events"
+                ),
+                name_order::Step::Rename(name) => log::warn!(
+                    "session: slot {slot}'s stream did not reach the name {name} the server gave it; showing it"
+                ),
+            }
+            self.apply_name_step(slot, step);
         }
         for remote in &mut self.remotes {
             if remote.hold_ends_at().is_some_and(|end| now >= end) {
