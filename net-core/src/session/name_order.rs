@@ -299,6 +299,14 @@ mod tests {
 
     use crate::session::early::tests::text;
 
+    /// Ann seated in slot 1, bob in slot 2.
+    fn ann_and_bob() -> (NameOrder, Instant) {
+        let mut order = NameOrder::default();
+        order.seated(1, name("ann"));
+        order.seated(2, name("bob"));
+        (order, Instant::now())
+    }
+
     /// The known issue: through a slotserver a player's RE_PLAYERNAME and the text it said
     /// after renaming came over UDP before the server's `name ip:` line (TCP), and the game
     /// polled the text before the PLAYER_NAME. Now the text waits for the line.
@@ -392,9 +400,7 @@ mod tests {
     /// old one.
     #[test]
     fn a_line_that_came_first_is_shown_where_the_stream_reaches_the_rename() {
-        let now = Instant::now();
-        let mut order = NameOrder::default();
-        order.seated(1, name("ann"));
+        let (mut order, now) = ann_and_bob();
         assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
         assert_eq!(order.next_expiry(), Some(now + NAME_HOLD));
         // Said before the rename: still under the old name.
@@ -416,9 +422,7 @@ mod tests {
 
     #[test]
     fn a_rename_and_a_rename_back_that_came_first_are_both_shown_in_their_places() {
-        let now = Instant::now();
-        let mut order = NameOrder::default();
-        order.seated(1, name("ann"));
+        let (mut order, now) = ann_and_bob();
         assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
         assert!(order.line(1, name("ann"), name("ann"), now).is_empty());
         for (n, shown) in [("ace", "ann"), ("ann", "ace")] {
@@ -436,10 +440,7 @@ mod tests {
 
     #[test]
     fn a_line_whose_rename_the_stream_does_not_reach_is_shown_after_the_hold_or_at_departure() {
-        let now = Instant::now();
-        let mut order = NameOrder::default();
-        order.seated(1, name("ann"));
-        order.seated(2, name("bob"));
+        let (mut order, now) = ann_and_bob();
         assert!(order.line(1, name("ace"), name("ann"), now).is_empty());
         assert!(order.line(2, name("bee"), name("bob"), now).is_empty());
         assert_eq!(
@@ -463,10 +464,7 @@ mod tests {
 
     #[test]
     fn a_wait_ends_after_the_hold_and_when_the_player_leaves() {
-        let now = Instant::now();
-        let mut order = NameOrder::default();
-        order.seated(1, name("ann"));
-        order.seated(2, name("bob"));
+        let (mut order, now) = ann_and_bob();
         for slot in [1, 2] {
             let rename = RemoteEvent::PlayerName(name("never"));
             assert_eq!(order.gate(slot, rename, name("x"), now), Gate::Held);
