@@ -681,6 +681,14 @@ fn a_text_said_before_a_rename_is_heard_before_it_through_either_server() {
                 "{protocol}, round {round}"
             );
         }
+        let status = console(&mut players[1].sub, "status");
+        if protocol == "gameserver" {
+            assert!(
+                status.contains("rename lines that waited for the player's events"),
+                "{status}"
+            );
+        }
+        assert!(!status.contains("without the player's events"), "{status}");
         drop(players);
         drop(server);
     }

@@ -767,6 +767,7 @@ impl ClientProtocol for ServerClient {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
+        let names = self.session.as_ref().map(Session::name_order);
         vec![
             ("server lines", self.stats.lines_received),
             (
@@ -783,6 +784,22 @@ impl ClientProtocol for ServerClient {
             ),
             ("departure lines that waited for it", self.held.waited),
             ("departure lines taken without it", self.held.timed_out),
+            (
+                "events that waited for a rename's line",
+                names.map_or(0, |n| n.held),
+            ),
+            (
+                "rename waits for the line that ran out",
+                names.map_or(0, |n| n.timed_out),
+            ),
+            (
+                "rename lines that waited for the player's events",
+                names.map_or(0, |n| n.names_held),
+            ),
+            (
+                "rename lines shown without the player's events",
+                names.map_or(0, |n| n.names_timed_out),
+            ),
         ]
     }
 

@@ -491,6 +491,11 @@ impl Session {
         &self.stats
     }
 
+    /// The places of renames through a server among the players' events (its counters).
+    pub fn name_order(&self) -> &name_order::NameOrder {
+        &self.name_order
+    }
+
     /// A frame: sample the packet counters for `recent_rates` (kept at most every
     /// `recent::SAMPLE_EVERY`, no allocation).
     pub fn sample_rates(&mut self, now: Instant) {
