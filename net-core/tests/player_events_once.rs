@@ -163,8 +163,9 @@ fn slotserver_newcomer_hears_a_joined_player_join_once_and_each_rename_once() {
     ann.session.set_name(name("anna")).unwrap();
     ann.session.set_name(name("anna")).unwrap();
     ann.session.unjoin(3).unwrap();
+    let now = net.now();
     let bo = net.endpoint_mut(1).unwrap();
-    bo.session.rename_player(0, name("anna"));
+    bo.session.rename_player(now, 0, name("anna"));
     bo.drain();
     net.run_for(Duration::from_secs(1));
     let events = &net.endpoint(1).unwrap().events;
@@ -277,7 +278,8 @@ fn gameserver_newcomer_hears_a_joined_player_join_once_and_each_rename_once() {
     ann.set_name(name("anna")).unwrap();
     ann.set_name(name("anna")).unwrap();
     ann.unjoin(3).unwrap();
-    star.clients[1].session.rename_player(0, name("anna"));
+    let now = star.now;
+    star.clients[1].session.rename_player(now, 0, name("anna"));
     star.run_for(Duration::from_secs(1));
     let events = &star.clients[1].events;
     assert_eq!(heard_about(events, 0), expected(), "{events:?}");

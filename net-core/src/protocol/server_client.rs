@@ -521,7 +521,7 @@ impl ServerClient {
                     PlayerName::new(name.as_bytes()),
                     self.session.as_mut(),
                 ) {
-                    session.rename_player(slot, name);
+                    session.rename_player(now, slot, name);
                 }
             }
         }

@@ -331,7 +331,7 @@ mod tests {
         session.apply_remote_event(1, text(1));
         session.apply_remote_event(1, RemoteEvent::PlayerName(name("ace")));
         session.apply_remote_event(1, text(2));
-        session.rename_player(1, name("ace"));
+        session.rename_player(now, 1, name("ace"));
         session.apply_remote_event(1, text(3));
         let mut seen = Vec::new();
         while let Some(event) = session.poll_event() {

@@ -49,7 +49,7 @@ impl Session {
                 held.node = node;
                 held.last_heard = held.last_heard.max(now);
                 if held.name != name {
-                    self.rename_player(slot, name);
+                    self.rename_player(now, slot, name);
                 }
                 for event in self.early.seated(slot, token) {
                     self.apply_remote_event(slot, event);
@@ -341,14 +341,14 @@ impl Session {
     /// on change. Through a server the game is shown it in its place among the player's events
     /// (see `name_order`): once the player's stream reaches the rename, and the events that
     /// waited for this name follow it.
-    pub fn rename_player(&mut self, slot: u8, name: PlayerName) {
+    pub fn rename_player(&mut self, now: Instant, slot: u8, name: PlayerName) {
         let Some(shown) = self.players.get(slot).map(|player| player.name) else {
             return;
         };
         if !self.names_from_server {
             return self.show_name(slot, name);
         }
-        for step in self.name_order.line(slot, name, shown, self.clock) {
+        for step in self.name_order.line(slot, name, shown, now) {
             self.apply_name_step(slot, step);
         }
     }
